@@ -1,0 +1,33 @@
+# perftest helpers for the VM (sourced; bash, after fabric-lib.sh).  Every
+# run pairs a server on rxe0 with a client on rxe1, so the traffic crosses the
+# veth pair like the project's own tests.  GID index 1 is the IPv4-mapped GID
+# that rxe derives from the veth address (RoCE v2).
+
+# perftest_run TOOL PORT ARGS...: runs TOOL as server and client with ARGS,
+# prints the client's result line (the line under the "#bytes" header).
+perftest_run() {
+	local tool=$1 port=$2
+	shift 2
+	local out server rc
+	out=$(mktemp)
+	timeout 120 "$tool" -d rxe0 -x 1 -F -p "$port" "$@" >"$out.server" 2>&1 &
+	server=$!
+	sleep 1
+	timeout 120 "$tool" -d rxe1 -x 1 -F -p "$port" "$@" "$GFR_SERVER_ADDR" >"$out" 2>&1
+	rc=$?
+	wait "$server" || rc=1
+	if [ "$rc" != 0 ]; then
+		echo "perftest_run: $tool $* failed (exit $rc):" >&2
+		cat "$out" "$out.server" >&2
+		rm -f "$out" "$out.server"
+		return 1
+	fi
+	awk '/#bytes/ { getline; print; exit }' "$out"
+	rm -f "$out" "$out.server"
+}
+
+# perftest_lat_typical LINE: t_typical (µs) of a latency result line.
+perftest_lat_typical() { awk '{ print $5 }' <<<"$1"; }
+
+# perftest_bw_average LINE: average bandwidth (MB/s) of a bandwidth result line.
+perftest_bw_average() { awk '{ print $4 }' <<<"$1"; }
