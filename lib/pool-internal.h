@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The pool's shared state.  Who may touch what:
+ *  - inbound: producers enqueue (wait-free); workers splice it out under
+ *    sched_lock (the queue's single consumer).
+ *  - pending, sched, backlog: under sched_lock; backlog is also read
+ *    without the lock as a hint (stored with CMM_STORE_SHARED).
+ *  - nr_* counters: uatomic; each worker is counted in exactly one of
+ *    running, idle, spinning, blocked (briefly in two, never in none).
+ *  - idle_stack and worker->idle: under idle_lock.
+ *  - workers, zombies, retired, next_index: under threads_lock.
+ *  - a worker's counters and timers: written by its own thread only.
+ */
+#ifndef GFR_POOL_INTERNAL_H
+#define GFR_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <urcu/arch.h>
+#include <urcu/list.h>
+#include <urcu/wfcqueue.h>
+
+#include "gfr_pool.h"
+#include "pool-sched.h"
+
+/* Producer-side counters, striped over cache lines so that producers on
+ * different CPUs rarely share one. */
+#define GFR_POOL_STRIPES 16
+
+struct gfr_pool_stripe {
+    uint64_t entered;   /* submits that passed into the pool */
+    uint64_t submitted; /* of those, submits that finished */
+} __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+
+/* One job in 2^GFR_POOL_SAMPLE_SHIFT carries a submit time stamp, which
+ * the time-in-queue histogram samples: two clock reads per job cost as
+ * much as the rest of a hand-off. */
+#define GFR_POOL_SAMPLE_SHIFT 4
+
+/* Workers move new jobs from inbound into the scheduler when it runs dry
+ * or every this many jobs. */
+#define GFR_POOL_SPLICE_EVERY 16
+
+struct gfr_pool_worker_counts {
+    uint64_t started; /* jobs taken from the scheduler */
+    uint64_t executed;
+    uint64_t cancelled;
+    uint64_t timers_fired;
+    uint64_t hist[GFR_POOL_HIST_BUCKETS];
+};
+
+struct gfr_pool_worker {
+    struct gfr_pool *pool;
+    pthread_t thread;
+    unsigned index;
+    int32_t futex;                /* -1: asleep or about to; 0: woken */
+    int idle;                     /* on idle_stack */
+    int blocked;                  /* inside block_begin/end */
+    struct cds_list_head idle_link;
+    struct cds_list_head link;    /* in workers or zombies */
+    struct cds_list_head timers;  /* armed, by deadline */
+    struct gfr_pool_worker_counts counts;
+};
+
+struct gfr_pool {
+    struct cds_wfcq_head inbound_head __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+    struct cds_wfcq_tail inbound_tail __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+    struct gfr_pool_stripe stripes[GFR_POOL_STRIPES];
+    int shutdown;
+
+    unsigned long nr_threads __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+    unsigned long nr_running;
+    unsigned long nr_idle;
+    unsigned long nr_spinning;
+    unsigned long nr_blocked;
+    unsigned long peak_threads;
+    uint64_t wakeups;
+    uint64_t threads_started;
+    uint64_t threads_exited;
+
+    pthread_mutex_t sched_lock __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+    struct cds_wfcq_head pending_head;
+    struct cds_wfcq_tail pending_tail;
+    struct gfr_sched sched;
+    unsigned takes_since_splice;
+    uint64_t backlog;
+
+    pthread_mutex_t idle_lock;
+    struct cds_list_head idle_stack;
+
+    pthread_mutex_t threads_lock;
+    struct cds_list_head workers;
+    struct cds_list_head zombies;
+    struct gfr_pool_worker_counts retired;
+    unsigned next_index;
+
+    struct gfr_pool_client *default_client;
+    struct gfr_pool_opts opts;
+    char name[8];
+    enum gfr_pool_drain drain;
+};
+
+/* The worker running on this thread, NULL on other threads. */
+extern __thread struct gfr_pool_worker *gfr_pool_current_worker;
+
+/* pool-worker.c */
+int gfr_pool_spawn_worker(struct gfr_pool *pool);
+void gfr_pool_ensure_worker(struct gfr_pool *pool);
+void gfr_pool_wake_all(struct gfr_pool *pool);
+
+/* pool-timer.c */
+uint64_t gfr_pool_now_ms(void);
+uint64_t gfr_pool_now_ns(void);
+void gfr_pool_timers_fire(struct gfr_pool_worker *worker);
+void gfr_pool_timers_cancel_all(struct gfr_pool_worker *worker);
+/* ms until the first deadline (0 if due), or -1 with no timer armed. */
+int64_t gfr_pool_timers_next_ms(struct gfr_pool_worker *worker);
+
+/* pool-stats.c */
+void gfr_pool_counts_add(struct gfr_pool_worker_counts *sum,
+                         const struct gfr_pool_worker_counts *counts);
+void gfr_pool_hist_record(struct gfr_pool_worker_counts *counts, uint64_t ns);
+
+#endif /* GFR_POOL_INTERNAL_H */

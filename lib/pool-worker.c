@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gfr_pool's workers: taking jobs, running them, spinning, sleeping on a
+ * futex, waking one another, starting and retiring threads.
+ *
+ * The lost-wake-up rule: a worker publishes that it stops looking for work
+ * (nr_idle or nr_spinning raised, full barrier) before it checks for work one
+ * last time; whoever adds work (a producer's enqueue, a worker leaving jobs
+ * in the scheduler) does so before it reads those counts (full barrier).
+ * One of the two always sees the other.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <urcu/futex.h>
+#include <urcu/uatomic.h>
+
+#include "pool-internal.h"
+
+__thread struct gfr_pool_worker *gfr_pool_current_worker;
+
+static void more_workers(struct gfr_pool *pool);
+
+/* Lock-free hint: is there work a worker could take? */
+static int
+work_available(struct gfr_pool *pool)
+{
+    return !cds_wfcq_empty(&pool->inbound_head, &pool->inbound_tail) ||
+           CMM_LOAD_SHARED(pool->backlog) != 0;
+}
+
+/*
+ * Moves what producers queued into the scheduler and takes the next job.
+ * *more tells whether work is left for another worker.  Takes sched_lock.
+ */
+static struct gfr_pool_job *
+take_job(struct gfr_pool *pool, int *more)
+{
+    struct cds_wfcq_node *node;
+    struct gfr_pool_job *job;
+    uint64_t backlog;
+
+    pthread_mutex_lock(&pool->sched_lock);
+    /* Producers hammer inbound's tail: splicing it for every job would
+     * move that cache line once per job.  Splice when the scheduler runs
+     * dry, or after GFR_POOL_SPLICE_EVERY jobs so that new jobs (a high
+     * priority one, another client's) are seen within that many. */
+    if ((pool->sched.queued == 0 ||
+         ++pool->takes_since_splice >= GFR_POOL_SPLICE_EVERY) &&
+        !cds_wfcq_empty(&pool->inbound_head, &pool->inbound_tail)) {
+        __cds_wfcq_splice_nonblocking(&pool->pending_head, &pool->pending_tail,
+                                      &pool->inbound_head,
+                                      &pool->inbound_tail);
+        pool->takes_since_splice = 0;
+    }
+    /* A producer preempted between its exchange and its link leaves a
+     * node we cannot pass yet (WOULDBLOCK); it stays pending. */
+    while ((node = __cds_wfcq_dequeue_nonblocking(&pool->pending_head,
+                                                  &pool->pending_tail)) &&
+           node != CDS_WFCQ_WOULDBLOCK)
+        gfr_sched_add(&pool->sched,
+                      caa_container_of(node, struct gfr_pool_job, u.inbound));
+    job = gfr_sched_take(&pool->sched);
+    backlog = pool->sched.queued +
+              !cds_wfcq_empty(&pool->pending_head, &pool->pending_tail);
+    CMM_STORE_SHARED(pool->backlog, backlog);
+    pthread_mutex_unlock(&pool->sched_lock);
+    *more = backlog != 0 ||
+            !cds_wfcq_empty(&pool->inbound_head, &pool->inbound_tail);
+    return job;
+}
+
+static void
+run_job(struct gfr_pool_worker *worker, struct gfr_pool_job *job)
+{
+    struct gfr_pool *pool = worker->pool;
+    int cancel = 0;
+    uint64_t now = job->enqueued_ns ? gfr_pool_now_ns() : 0;
+
+    if (CMM_LOAD_SHARED(pool->shutdown)) {
+        cmm_smp_rmb(); /* drain is written before shutdown */
+        cancel = pool->drain == GFR_POOL_DRAIN_CANCEL;
+    }
+
+    if (job->enqueued_ns)
+        gfr_pool_hist_record(&worker->counts, now > job->enqueued_ns
+                                                  ? now - job->enqueued_ns
+                                                  : 0);
+    CMM_STORE_SHARED(worker->counts.started, worker->counts.started + 1);
+    /* From here on the job is the callback's: it may free or resubmit it. */
+    job->state = GFR_POOL_JOB_IDLE;
+    job->fn(job, job->cb_arg, cancel ? -ECANCELED : 0);
+    if (cancel)
+        CMM_STORE_SHARED(worker->counts.cancelled, worker->counts.cancelled + 1);
+    else
+        CMM_STORE_SHARED(worker->counts.executed, worker->counts.executed + 1);
+}
+
+/* Pops the most recently idled worker (LIFO, so the others can time out)
+ * and wakes it; it is counted as running from here on. */
+static int
+wake_one(struct gfr_pool *pool)
+{
+    struct gfr_pool_worker *worker = NULL;
+
+    pthread_mutex_lock(&pool->idle_lock);
+    if (!cds_list_empty(&pool->idle_stack)) {
+        worker = cds_list_first_entry(&pool->idle_stack,
+                                      struct gfr_pool_worker, idle_link);
+        cds_list_del(&worker->idle_link);
+        worker->idle = 0;
+        uatomic_inc(&pool->nr_running);
+        uatomic_dec(&pool->nr_idle);
+        uatomic_set(&worker->futex, 0);
+        futex_noasync(&worker->futex, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    }
+    pthread_mutex_unlock(&pool->idle_lock);
+    if (!worker)
+        return 0;
+    uatomic_inc(&pool->wakeups);
+    return 1;
+}
+
+void
+gfr_pool_wake_all(struct gfr_pool *pool)
+{
+    while (wake_one(pool))
+        ;
+}
+
+/*
+ * Called after adding work.  A spinning worker will find it; else wake a
+ * sleeping one; else, if fewer than `concurrency` workers run (the others
+ * are blocked), start one.
+ */
+void
+gfr_pool_ensure_worker(struct gfr_pool *pool)
+{
+    cmm_smp_mb();
+    more_workers(pool);
+}
+
+/*
+ * ensure_worker without the barrier, for a worker that leaves jobs behind
+ * in the scheduler and goes on draining them itself: should it miss a
+ * worker going to sleep at that instant, no job waits on that sleeper, only
+ * parallelism is lost until the next wake-up.
+ */
+static void
+chain_worker(struct gfr_pool *pool)
+{
+    if (CMM_LOAD_SHARED(pool->nr_spinning) == 0 &&
+        (CMM_LOAD_SHARED(pool->nr_idle) != 0 ||
+         CMM_LOAD_SHARED(pool->nr_running) < pool->opts.concurrency))
+        more_workers(pool);
+}
+
+static void
+more_workers(struct gfr_pool *pool)
+{
+    if (uatomic_read(&pool->nr_spinning) != 0)
+        return;
+    if (uatomic_read(&pool->nr_idle) != 0 && wake_one(pool))
+        return;
+    if (uatomic_read(&pool->nr_running) < pool->opts.concurrency)
+        gfr_pool_spawn_worker(pool);
+}
+
+/* Polls for work up to spin_us; only one worker spins at a time. */
+static int
+spin_for_work(struct gfr_pool_worker *worker)
+{
+    struct gfr_pool *pool = worker->pool;
+    uint64_t deadline;
+    int found = 0;
+
+    if (pool->opts.spin_us == 0 ||
+        uatomic_cmpxchg(&pool->nr_spinning, 0, 1) != 0)
+        return 0;
+    uatomic_dec(&pool->nr_running);
+    deadline = gfr_pool_now_ns() + (uint64_t)pool->opts.spin_us * 1000;
+    for (unsigned i = 0;; i++) {
+        if (work_available(pool) || CMM_LOAD_SHARED(pool->shutdown)) {
+            found = 1;
+            break;
+        }
+        if ((i & 63) == 63 && gfr_pool_now_ns() >= deadline)
+            break;
+        caa_cpu_relax();
+    }
+    /* Running again before no longer spinning: never counted in neither. */
+    uatomic_inc(&pool->nr_running);
+    uatomic_dec(&pool->nr_spinning);
+    return found;
+}
+
+/* Leaves the idle stack if still on it; returns whether it was. */
+static int
+leave_idle_stack(struct gfr_pool_worker *worker)
+{
+    struct gfr_pool *pool = worker->pool;
+    int was_idle;
+
+    pthread_mutex_lock(&pool->idle_lock);
+    was_idle = worker->idle;
+    if (was_idle) {
+        cds_list_del(&worker->idle_link);
+        worker->idle = 0;
+        uatomic_inc(&pool->nr_running);
+        uatomic_dec(&pool->nr_idle);
+    }
+    pthread_mutex_unlock(&pool->idle_lock);
+    return was_idle;
+}
+
+/* Lowers nr_threads unless that would go below min_threads. */
+static int
+may_retire(struct gfr_pool *pool)
+{
+    unsigned long n = uatomic_read(&pool->nr_threads);
+
+    while (n > pool->opts.min_threads) {
+        unsigned long seen = uatomic_cmpxchg(&pool->nr_threads, n, n - 1);
+        if (seen == n)
+            return 1;
+        n = seen;
+    }
+    return 0;
+}
+
+/*
+ * Sleeps until woken, until the next timer is due, or for idle_ms.
+ * Returns 1 when the worker should exit (idle too long, above min_threads,
+ * no timer armed).
+ */
+static int
+sleep_for_work(struct gfr_pool_worker *worker)
+{
+    struct gfr_pool *pool = worker->pool;
+    int64_t timer_ms = gfr_pool_timers_next_ms(worker);
+    int64_t wait_ms = pool->opts.idle_ms;
+    int timer_bound = 0;
+    struct timespec timeout;
+    int ret;
+
+    if (timer_ms >= 0 && timer_ms < wait_ms) {
+        wait_ms = timer_ms;
+        timer_bound = 1;
+    }
+
+    pthread_mutex_lock(&pool->idle_lock);
+    uatomic_set(&worker->futex, -1);
+    cds_list_add(&worker->idle_link, &pool->idle_stack);
+    worker->idle = 1;
+    uatomic_inc(&pool->nr_idle);
+    uatomic_dec(&pool->nr_running);
+    pthread_mutex_unlock(&pool->idle_lock);
+
+    cmm_smp_mb();
+    if (work_available(pool) || CMM_LOAD_SHARED(pool->shutdown) ||
+        wait_ms == 0) {
+        leave_idle_stack(worker);
+        return 0;
+    }
+
+    timeout.tv_sec = wait_ms / 1000;
+    timeout.tv_nsec = (wait_ms % 1000) * 1000000;
+    do {
+        ret = futex_noasync(&worker->futex, FUTEX_WAIT_PRIVATE, -1, &timeout,
+                            NULL, 0);
+    } while (ret < 0 && errno == EINTR && uatomic_read(&worker->futex) == -1);
+
+    if (!leave_idle_stack(worker))
+        return 0; /* woken by wake_one: counted as running already */
+    if (ret < 0 && errno == ETIMEDOUT && !timer_bound &&
+        cds_list_empty(&worker->timers) && !CMM_LOAD_SHARED(pool->shutdown) &&
+        may_retire(pool))
+        return 1;
+    return 0;
+}
+
+static void
+retire(struct gfr_pool_worker *worker)
+{
+    struct gfr_pool *pool = worker->pool;
+
+    uatomic_dec(&pool->nr_running);
+    uatomic_inc(&pool->threads_exited);
+    pthread_mutex_lock(&pool->threads_lock);
+    gfr_pool_counts_add(&pool->retired, &worker->counts);
+    cds_list_del(&worker->link);
+    cds_list_add_tail(&worker->link, &pool->zombies);
+    pthread_mutex_unlock(&pool->threads_lock);
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct gfr_pool_worker *worker = arg;
+    struct gfr_pool *pool = worker->pool;
+    char name[16];
+
+    snprintf(name, sizeof(name), "%s/%u", pool->name, worker->index);
+    pthread_setname_np(pthread_self(), name);
+    gfr_pool_current_worker = worker;
+
+    for (;;) {
+        struct gfr_pool_job *job;
+        int more;
+
+        if (!cds_list_empty(&worker->timers))
+            gfr_pool_timers_fire(worker);
+        job = take_job(pool, &more);
+        if (job) {
+            if (more)
+                chain_worker(pool);
+            run_job(worker, job);
+            continue;
+        }
+        if (more) {
+            /* Only a half-linked node is left: its producer is one
+             * store away from finishing. */
+            sched_yield();
+            continue;
+        }
+        if (CMM_LOAD_SHARED(pool->shutdown))
+            break;
+        if (spin_for_work(worker))
+            continue;
+        if (sleep_for_work(worker)) {
+            retire(worker);
+            return NULL;
+        }
+    }
+
+    /* Shutting down with nothing left to run. */
+    gfr_pool_timers_cancel_all(worker);
+    uatomic_dec(&pool->nr_running);
+    uatomic_dec(&pool->nr_threads);
+    pthread_mutex_lock(&pool->threads_lock);
+    gfr_pool_counts_add(&pool->retired, &worker->counts);
+    pthread_mutex_unlock(&pool->threads_lock);
+    return NULL;
+}
+
+/* Joins workers that retired.  Caller holds threads_lock. */
+static void
+reap_zombies(struct gfr_pool *pool)
+{
+    struct gfr_pool_worker *worker;
+    struct gfr_pool_worker *tmp;
+
+    cds_list_for_each_entry_safe(worker, tmp, &pool->zombies, link) {
+        pthread_join(worker->thread, NULL);
+        cds_list_del(&worker->link);
+        free(worker);
+    }
+}
+
+/*
+ * Starts one worker unless the pool is at max_threads or shutting down.
+ * Returns 0, -EAGAIN (no room), -ESHUTDOWN, -ENOMEM or pthread_create's error.
+ */
+int
+gfr_pool_spawn_worker(struct gfr_pool *pool)
+{
+    struct gfr_pool_worker *worker;
+    unsigned long threads;
+    int err;
+
+    pthread_mutex_lock(&pool->threads_lock);
+    /* Once shutting down, destroy joins the zombies, not us. */
+    if (CMM_LOAD_SHARED(pool->shutdown)) {
+        err = -ESHUTDOWN;
+        goto out;
+    }
+    reap_zombies(pool);
+    threads = uatomic_read(&pool->nr_threads);
+    if (threads >= pool->opts.max_threads) {
+        err = -EAGAIN;
+        goto out;
+    }
+    worker = calloc(1, sizeof(*worker));
+    if (!worker) {
+        err = -ENOMEM;
+        goto out;
+    }
+    worker->pool = pool;
+    worker->index = pool->next_index++;
+    CDS_INIT_LIST_HEAD(&worker->timers);
+    uatomic_inc(&pool->nr_threads);
+    uatomic_inc(&pool->nr_running);
+    err = -pthread_create(&worker->thread, NULL, worker_main, worker);
+    if (err) {
+        uatomic_dec(&pool->nr_running);
+        uatomic_dec(&pool->nr_threads);
+        free(worker);
+        goto out;
+    }
+    cds_list_add_tail(&worker->link, &pool->workers);
+    uatomic_inc(&pool->threads_started);
+    if (threads + 1 > uatomic_read(&pool->peak_threads))
+        uatomic_set(&pool->peak_threads, threads + 1);
+out:
+    pthread_mutex_unlock(&pool->threads_lock);
+    return err;
+}
+
+void
+gfr_pool_block_begin(void)
+{
+    struct gfr_pool_worker *worker = gfr_pool_current_worker;
+
+    if (!worker || worker->blocked)
+        return;
+    worker->blocked = 1;
+    uatomic_inc(&worker->pool->nr_blocked);
+    uatomic_dec(&worker->pool->nr_running);
+    if (work_available(worker->pool))
+        gfr_pool_ensure_worker(worker->pool);
+}
+
+void
+gfr_pool_block_end(void)
+{
+    struct gfr_pool_worker *worker = gfr_pool_current_worker;
+
+    if (!worker || !worker->blocked)
+        return;
+    worker->blocked = 0;
+    uatomic_inc(&worker->pool->nr_running);
+    uatomic_dec(&worker->pool->nr_blocked);
+}

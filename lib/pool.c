@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gfr_pool: creation, submission, clients and destruction.  The workers'
+ * loop is in pool-worker.c, the choice of the next job in pool-sched.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <urcu/uatomic.h>
+
+#include "pool-internal.h"
+
+void
+gfr_pool_opts_init(struct gfr_pool_opts *opts)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (cpus < 1)
+        cpus = 1;
+    memset(opts, 0, sizeof(*opts));
+    opts->name = "gfrpool";
+    opts->min_threads = 1;
+    opts->max_threads = (unsigned)(2 * cpus);
+    opts->concurrency = 0;
+    opts->idle_ms = 1000;
+    opts->spin_us = 20;
+    opts->starvation_limit = 8;
+}
+
+static int
+opts_valid(const struct gfr_pool_opts *opts)
+{
+    return opts->min_threads >= 1 && opts->max_threads >= opts->min_threads &&
+           opts->max_threads <= GFR_POOL_MAX_THREADS &&
+           opts->starvation_limit >= 1;
+}
+
+static void
+pool_free(struct gfr_pool *pool)
+{
+    gfr_sched_fini(&pool->sched);
+    pthread_mutex_destroy(&pool->sched_lock);
+    pthread_mutex_destroy(&pool->idle_lock);
+    pthread_mutex_destroy(&pool->threads_lock);
+    cds_wfcq_destroy(&pool->inbound_head, &pool->inbound_tail);
+    cds_wfcq_destroy(&pool->pending_head, &pool->pending_tail);
+    free(pool);
+}
+
+/*
+ * Joins every worker; the pool must be shutting down so none is started.
+ * A worker stays on its list while it is joined: one retiring at this very
+ * moment moves itself from workers to zombies under threads_lock, and is
+ * unlinked only once it has exited.
+ */
+static void
+join_all(struct gfr_pool *pool)
+{
+    for (;;) {
+        struct gfr_pool_worker *worker = NULL;
+
+        pthread_mutex_lock(&pool->threads_lock);
+        if (!cds_list_empty(&pool->workers))
+            worker = cds_list_first_entry(&pool->workers,
+                                          struct gfr_pool_worker, link);
+        else if (!cds_list_empty(&pool->zombies))
+            worker = cds_list_first_entry(&pool->zombies,
+                                          struct gfr_pool_worker, link);
+        pthread_mutex_unlock(&pool->threads_lock);
+        if (!worker)
+            return;
+        pthread_join(worker->thread, NULL);
+        pthread_mutex_lock(&pool->threads_lock);
+        cds_list_del(&worker->link);
+        pthread_mutex_unlock(&pool->threads_lock);
+        free(worker);
+    }
+}
+
+int
+gfr_pool_create(const struct gfr_pool_opts *opts, struct gfr_pool **poolp)
+{
+    struct gfr_pool *pool;
+    pthread_mutexattr_t attr;
+    long cpus;
+    int err;
+
+    if (!opts || !poolp || !opts_valid(opts))
+        return -EINVAL;
+    if (posix_memalign((void **)&pool, CAA_CACHE_LINE_SIZE, sizeof(*pool)))
+        return -ENOMEM;
+    memset(pool, 0, sizeof(*pool));
+    pool->opts = *opts;
+    snprintf(pool->name, sizeof(pool->name), "%s",
+             opts->name ? opts->name : "gfrpool");
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (pool->opts.concurrency == 0)
+        pool->opts.concurrency = cpus > 0 ? (unsigned)cpus : 1;
+
+    cds_wfcq_init(&pool->inbound_head, &pool->inbound_tail);
+    cds_wfcq_init(&pool->pending_head, &pool->pending_tail);
+    /* Held for a few list operations at a time: spin briefly rather than
+     * pay a futex sleep and wake-up when two workers meet on it. */
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&pool->sched_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    pthread_mutex_init(&pool->idle_lock, NULL);
+    pthread_mutex_init(&pool->threads_lock, NULL);
+    CDS_INIT_LIST_HEAD(&pool->idle_stack);
+    CDS_INIT_LIST_HEAD(&pool->workers);
+    CDS_INIT_LIST_HEAD(&pool->zombies);
+    gfr_sched_init(&pool->sched, pool->opts.starvation_limit);
+
+    pool->default_client = calloc(1, sizeof(*pool->default_client));
+    if (!pool->default_client) {
+        pool_free(pool);
+        return -ENOMEM;
+    }
+    gfr_sched_client_init(&pool->sched, pool->default_client, pool);
+
+    for (unsigned i = 0; i < pool->opts.min_threads; i++) {
+        err = gfr_pool_spawn_worker(pool);
+        if (err) {
+            uatomic_set(&pool->shutdown, 1);
+            gfr_pool_wake_all(pool);
+            join_all(pool);
+            pool_free(pool);
+            return err;
+        }
+    }
+    *poolp = pool;
+    return 0;
+}
+
+int
+gfr_pool_client_create(struct gfr_pool *pool, struct gfr_pool_client **clientp)
+{
+    struct gfr_pool_client *client;
+
+    if (!pool || !clientp)
+        return -EINVAL;
+    if (uatomic_read(&pool->shutdown))
+        return -ESHUTDOWN;
+    client = calloc(1, sizeof(*client));
+    if (!client)
+        return -ENOMEM;
+    pthread_mutex_lock(&pool->sched_lock);
+    gfr_sched_client_init(&pool->sched, client, pool);
+    pthread_mutex_unlock(&pool->sched_lock);
+    *clientp = client;
+    return 0;
+}
+
+void
+gfr_pool_job_init(struct gfr_pool_job *job, gfr_pool_job_fn fn, void *cb_arg)
+{
+    memset(job, 0, sizeof(*job));
+    job->fn = fn;
+    job->cb_arg = cb_arg;
+    job->state = GFR_POOL_JOB_IDLE;
+}
+
+static unsigned
+stripe_index(void)
+{
+    static unsigned long next_stripe;
+    static __thread unsigned stripe = ~0u;
+
+    if (stripe == ~0u)
+        stripe = (unsigned)(uatomic_add_return(&next_stripe, 1) %
+                            GFR_POOL_STRIPES);
+    return stripe;
+}
+
+/* Enqueues on inbound and makes sure a worker will look at it.  The
+ * enqueue's full barrier orders it before the reads of the worker counts. */
+static void
+enqueue_inbound(struct gfr_pool *pool, struct gfr_pool_job *job)
+{
+    cds_wfcq_node_init(&job->u.inbound);
+    if (!cds_wfcq_enqueue(&pool->inbound_head, &pool->inbound_tail,
+                          &job->u.inbound))
+        gfr_pool_ensure_worker(pool);
+}
+
+int
+gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
+                struct gfr_pool_client *client, enum gfr_pool_prio prio)
+{
+    struct gfr_pool_stripe *stripe;
+    uint64_t entered;
+
+    if (!pool || !job || !job->fn || (unsigned)prio >= GFR_POOL_NR_PRIO ||
+        job->state != GFR_POOL_JOB_IDLE || (client && client->pool != pool))
+        return -EINVAL;
+
+    /* Dekker with gfr_pool_destroy: `entered` is raised (a full barrier)
+     * before shutdown is read, shutdown is set (full barrier) before the
+     * stripes are read; one of the two sees the other. */
+    stripe = &pool->stripes[stripe_index()];
+    entered = uatomic_add_return(&stripe->entered, 1);
+    cmm_smp_mb__after_uatomic_add();
+    if (CMM_LOAD_SHARED(pool->shutdown)) {
+        uatomic_dec(&stripe->entered);
+        return -ESHUTDOWN;
+    }
+    job->client = client ? client : pool->default_client;
+    job->prio = (uint8_t)prio;
+    job->is_release = 0;
+    job->state = GFR_POOL_JOB_QUEUED;
+    job->enqueued_ns =
+        (entered & ((1u << GFR_POOL_SAMPLE_SHIFT) - 1)) ? 0 : gfr_pool_now_ns();
+    enqueue_inbound(pool, job);
+    uatomic_inc(&stripe->submitted);
+    return 0;
+}
+
+void
+gfr_pool_client_release(struct gfr_pool_client *client)
+{
+    struct gfr_pool_job *marker;
+
+    if (!client)
+        return;
+    /* The marker travels through inbound behind every job submitted
+     * before it, so the scheduler sees those first. */
+    marker = &client->release_marker;
+    memset(marker, 0, sizeof(*marker));
+    marker->client = client;
+    marker->is_release = 1;
+    enqueue_inbound(client->pool, marker);
+}
+
+/* Submits between their shutdown check and their enqueue's end. */
+static int
+inflight_submits(struct gfr_pool *pool)
+{
+    for (int i = 0; i < GFR_POOL_STRIPES; i++)
+        if (uatomic_read(&pool->stripes[i].entered) !=
+            uatomic_read(&pool->stripes[i].submitted))
+            return 1;
+    return 0;
+}
+
+int
+gfr_pool_destroy(struct gfr_pool *pool, enum gfr_pool_drain drain)
+{
+    if (!pool || (drain != GFR_POOL_DRAIN_RUN && drain != GFR_POOL_DRAIN_CANCEL))
+        return -EINVAL;
+    if (gfr_pool_current_worker && gfr_pool_current_worker->pool == pool)
+        return -EDEADLK;
+
+    pool->drain = drain;
+    cmm_smp_wmb();
+    uatomic_set(&pool->shutdown, 1);
+    cmm_smp_mb();
+    /* A submit that missed the flag is between its check and its enqueue:
+     * let it finish, so the workers' drain sees its job. */
+    while (inflight_submits(pool))
+        sched_yield();
+    gfr_pool_wake_all(pool);
+    join_all(pool);
+    pool_free(pool);
+    return 0;
+}
