@@ -33,10 +33,6 @@ struct gfr_pool_stripe {
     uint64_t submitted; /* of those, submits that finished */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
-/* One job in 2^GFR_POOL_SAMPLE_SHIFT carries a submit time stamp, which
- * the time-in-queue histogram samples: two clock reads per job cost as
- * much as the rest of a hand-off. */
-#define GFR_POOL_SAMPLE_SHIFT 4
 
 /* Workers move new jobs from inbound into the scheduler when it runs dry
  * or every this many jobs. */

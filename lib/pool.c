@@ -214,8 +214,7 @@ gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
     job->prio = (uint8_t)prio;
     job->is_release = 0;
     job->state = GFR_POOL_JOB_QUEUED;
-    job->enqueued_ns =
-        (entered & ((1u << GFR_POOL_SAMPLE_SHIFT) - 1)) ? 0 : gfr_pool_now_ns();
+    job->enqueued_ns = entered % GFR_POOL_HIST_SAMPLE ? 0 : gfr_pool_now_ns();
     enqueue_inbound(pool, job);
     uatomic_inc(&stripe->submitted);
     return 0;
