@@ -12,7 +12,12 @@
  *    than `starvation_limit` picks in a row;
  *  - serves clients (connections) round-robin within a class, one job per
  *    turn, so a client with thousands of queued jobs delays another client's
- *    job by at most one job per running worker;
+ *    job by at most `batch` jobs per running worker;
+ *  - lets a worker take up to `batch` jobs (in scheduler order) per visit
+ *    to the scheduler's lock when work is queued; a job that blocks
+ *    (gfr_pool_block_begin) hands the rest of its batch back at once;
+ *  - queues each job on its own client's wait-free queue, so a job is
+ *    touched once by the producer and once by the worker that takes it;
  *  - runs per-thread timers: a job arms a timer that later fires on the same
  *    worker thread, so state touched only by that thread needs no lock.
  *
@@ -65,20 +70,15 @@ enum gfr_pool_job_state {
 
 /*
  * Embedded in the caller's object, so that submitting allocates nothing.
- * Initialise with gfr_pool_job_init; the fields are the pool's.
+ * Initialise with gfr_pool_job_init; the fields are the pool's.  40 bytes:
+ * with a few fields of the caller's, a job fits one cache line.
  */
 struct gfr_pool_job {
-    union {
-        struct cds_wfcq_node inbound; /* in the pool's wait-free queue */
-        struct cds_list_head link;    /* in its client's class list */
-    } u;
+    struct cds_wfcq_node node; /* in its client's queue for its class */
     gfr_pool_job_fn fn;
     void *cb_arg;
-    struct gfr_pool_client *client;
-    uint64_t enqueued_ns;
-    uint8_t prio;
-    uint8_t state; /* enum gfr_pool_job_state */
-    uint8_t is_release; /* the marker of gfr_pool_client_release */
+    uint64_t enqueued_ns; /* sampled jobs only, else 0 */
+    uint8_t state;        /* enum gfr_pool_job_state */
 };
 
 /* A timer fires (status 0) or is cancelled by destroy (status -ECANCELED) on
@@ -104,9 +104,12 @@ struct gfr_pool_opts {
     unsigned spin_us;          /* one idle worker polls this long before
                                 * sleeping; 0: sleep at once */
     unsigned starvation_limit; /* picks a non-empty class may be skipped */
+    unsigned batch;            /* jobs a worker takes per visit to the
+                                * scheduler, 1..GFR_POOL_MAX_BATCH */
 };
 
 #define GFR_POOL_MAX_THREADS 1024
+#define GFR_POOL_MAX_BATCH 64
 
 /* Time in queue (submit to start), bucket b counts jobs that waited less
  * than 2^b ns (bucket 0: under 1 ns; the last bucket: everything longer).
@@ -134,7 +137,7 @@ struct gfr_pool_stats {
 };
 
 /* Fills opts with the defaults: 1..2*CPUs threads, concurrency = CPUs,
- * idle_ms 1000, spin_us 20, starvation_limit 8. */
+ * idle_ms 1000, spin_us 20, starvation_limit 8, batch 8. */
 void gfr_pool_opts_init(struct gfr_pool_opts *opts);
 
 /*
@@ -161,7 +164,8 @@ int gfr_pool_client_create(struct gfr_pool *pool,
 /*
  * The caller will submit no more jobs for this client.  Its queued jobs
  * still run; the pool frees the client after the last one has started.
- * Every submit for the client must have returned before the call.
+ * Every submit for the client must have returned before the call, and the
+ * call must come before gfr_pool_destroy.  Takes the scheduler's mutex.
  */
 void gfr_pool_client_release(struct gfr_pool_client *client);
 
@@ -169,8 +173,9 @@ void gfr_pool_job_init(struct gfr_pool_job *job, gfr_pool_job_fn fn,
                        void *cb_arg);
 
 /*
- * Queues a job (wait-free: one atomic exchange, plus a futex wake when the
- * queue was empty and no worker is polling).  client NULL: the pool's
+ * Queues a job (wait-free: one atomic exchange on the client's queue; when
+ * that queue was empty, one more to schedule the client, and a futex wake
+ * when no worker is polling).  client NULL: the pool's
  * default client.  If every worker is busy or blocked and the pool may grow,
  * the caller's thread starts one more worker.
  * Memory ordering: everything written before the submit is visible to the
@@ -183,7 +188,9 @@ int gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
 
 /*
  * Brackets a blocking call inside a job, so the pool can start another
- * worker meanwhile.  No effect outside the pool's workers.
+ * worker meanwhile; the jobs this worker had taken after the current one go
+ * back to the scheduler, ahead of everything else.  No effect outside the
+ * pool's workers.
  */
 void gfr_pool_block_begin(void);
 void gfr_pool_block_end(void);

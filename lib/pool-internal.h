@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The pool's shared state.  Who may touch what:
- *  - inbound: producers enqueue (wait-free); workers splice it out under
- *    sched_lock (the queue's single consumer).
- *  - pending, sched, backlog: under sched_lock; backlog is also read
- *    without the lock as a hint (stored with CMM_STORE_SHARED).
+ *  - sched: producers enqueue (wait-free, gfr_sched_enqueue); workers take
+ *    under sched_lock (see pool-sched.h).
  *  - nr_* counters: uatomic; each worker is counted in exactly one of
  *    running, idle, spinning, blocked (briefly in two, never in none).
  *  - idle_stack and worker->idle: under idle_lock.
@@ -34,9 +32,6 @@ struct gfr_pool_stripe {
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 
-/* Workers move new jobs from inbound into the scheduler when it runs dry
- * or every this many jobs. */
-#define GFR_POOL_SPLICE_EVERY 16
 
 struct gfr_pool_worker_counts {
     uint64_t started; /* jobs taken from the scheduler */
@@ -57,11 +52,14 @@ struct gfr_pool_worker {
     struct cds_list_head link;    /* in workers or zombies */
     struct cds_list_head timers;  /* armed, by deadline */
     struct gfr_pool_worker_counts counts;
+    /* Jobs taken in one visit to the scheduler; [next, len) not started. */
+    struct gfr_pool_job *batch[GFR_POOL_MAX_BATCH];
+    unsigned batch_next;
+    unsigned batch_len;
 };
 
 struct gfr_pool {
-    struct cds_wfcq_head inbound_head __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
-    struct cds_wfcq_tail inbound_tail __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
+    struct gfr_sched sched;
     struct gfr_pool_stripe stripes[GFR_POOL_STRIPES];
     int shutdown;
 
@@ -76,11 +74,6 @@ struct gfr_pool {
     uint64_t threads_exited;
 
     pthread_mutex_t sched_lock __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
-    struct cds_wfcq_head pending_head;
-    struct cds_wfcq_tail pending_tail;
-    struct gfr_sched sched;
-    unsigned takes_since_splice;
-    uint64_t backlog;
 
     pthread_mutex_t idle_lock;
     struct cds_list_head idle_stack;

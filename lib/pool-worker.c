@@ -33,49 +33,33 @@ static void more_workers(struct gfr_pool *pool);
 static int
 work_available(struct gfr_pool *pool)
 {
-    return !cds_wfcq_empty(&pool->inbound_head, &pool->inbound_tail) ||
-           CMM_LOAD_SHARED(pool->backlog) != 0;
+    return gfr_sched_has_work(&pool->sched);
 }
 
 /*
- * Moves what producers queued into the scheduler and takes the next job.
- * *more tells whether work is left for another worker.  Takes sched_lock.
+ * Takes up to opts.batch jobs into worker->batch under sched_lock, stopping
+ * early when nothing more is queued.  *more tells whether work is left for
+ * another worker, or hidden for a moment by a half-finished enqueue.
  */
-static struct gfr_pool_job *
-take_job(struct gfr_pool *pool, int *more)
+static void
+take_batch(struct gfr_pool_worker *worker, int *more)
 {
-    struct cds_wfcq_node *node;
-    struct gfr_pool_job *job;
-    uint64_t backlog;
+    struct gfr_pool *pool = worker->pool;
+    unsigned n = 0;
+    int blocked = 0;
 
     pthread_mutex_lock(&pool->sched_lock);
-    /* Producers hammer inbound's tail: splicing it for every job would
-     * move that cache line once per job.  Splice when the scheduler runs
-     * dry, or after GFR_POOL_SPLICE_EVERY jobs so that new jobs (a high
-     * priority one, another client's) are seen within that many. */
-    if ((pool->sched.queued == 0 ||
-         ++pool->takes_since_splice >= GFR_POOL_SPLICE_EVERY) &&
-        !cds_wfcq_empty(&pool->inbound_head, &pool->inbound_tail)) {
-        __cds_wfcq_splice_nonblocking(&pool->pending_head, &pool->pending_tail,
-                                      &pool->inbound_head,
-                                      &pool->inbound_tail);
-        pool->takes_since_splice = 0;
+    while (n < pool->opts.batch) {
+        struct gfr_pool_job *job = gfr_sched_take(&pool->sched, &blocked);
+
+        if (!job)
+            break;
+        worker->batch[n++] = job;
     }
-    /* A producer preempted between its exchange and its link leaves a
-     * node we cannot pass yet (WOULDBLOCK); it stays pending. */
-    while ((node = __cds_wfcq_dequeue_nonblocking(&pool->pending_head,
-                                                  &pool->pending_tail)) &&
-           node != CDS_WFCQ_WOULDBLOCK)
-        gfr_sched_add(&pool->sched,
-                      caa_container_of(node, struct gfr_pool_job, u.inbound));
-    job = gfr_sched_take(&pool->sched);
-    backlog = pool->sched.queued +
-              !cds_wfcq_empty(&pool->pending_head, &pool->pending_tail);
-    CMM_STORE_SHARED(pool->backlog, backlog);
     pthread_mutex_unlock(&pool->sched_lock);
-    *more = backlog != 0 ||
-            !cds_wfcq_empty(&pool->inbound_head, &pool->inbound_tail);
-    return job;
+    worker->batch_next = 0;
+    worker->batch_len = n;
+    *more = blocked || work_available(pool);
 }
 
 static void
@@ -278,6 +262,11 @@ sleep_for_work(struct gfr_pool_worker *worker)
                             NULL, 0);
     } while (ret < 0 && errno == EINTR && uatomic_read(&worker->futex) == -1);
 
+    /* wake_one set the word to 0 after taking us off the stack: no need
+     * for idle_lock, which the waker may still hold (taking it here would
+     * cost a second sleep and wake-up). */
+    if (uatomic_read(&worker->futex) == 0)
+        return 0;
     if (!leave_idle_stack(worker))
         return 0; /* woken by wake_one: counted as running already */
     if (ret < 0 && errno == ETIMEDOUT && !timer_bound &&
@@ -313,16 +302,17 @@ worker_main(void *arg)
     gfr_pool_current_worker = worker;
 
     for (;;) {
-        struct gfr_pool_job *job;
         int more;
 
         if (!cds_list_empty(&worker->timers))
             gfr_pool_timers_fire(worker);
-        job = take_job(pool, &more);
-        if (job) {
+        take_batch(worker, &more);
+        if (worker->batch_len) {
             if (more)
                 chain_worker(pool);
-            run_job(worker, job);
+            /* batch_len shrinks if a job blocks and hands the rest back. */
+            while (worker->batch_next < worker->batch_len)
+                run_job(worker, worker->batch[worker->batch_next++]);
             continue;
         }
         if (more) {
@@ -424,6 +414,12 @@ gfr_pool_block_begin(void)
     worker->blocked = 1;
     uatomic_inc(&worker->pool->nr_blocked);
     uatomic_dec(&worker->pool->nr_running);
+    if (worker->batch_next < worker->batch_len) {
+        gfr_sched_return(&worker->pool->sched,
+                         &worker->batch[worker->batch_next],
+                         worker->batch_len - worker->batch_next);
+        worker->batch_len = worker->batch_next;
+    }
     if (work_available(worker->pool))
         gfr_pool_ensure_worker(worker->pool);
 }

@@ -30,6 +30,7 @@ gfr_pool_opts_init(struct gfr_pool_opts *opts)
     opts->idle_ms = 1000;
     opts->spin_us = 20;
     opts->starvation_limit = 8;
+    opts->batch = 8;
 }
 
 static int
@@ -37,7 +38,8 @@ opts_valid(const struct gfr_pool_opts *opts)
 {
     return opts->min_threads >= 1 && opts->max_threads >= opts->min_threads &&
            opts->max_threads <= GFR_POOL_MAX_THREADS &&
-           opts->starvation_limit >= 1;
+           opts->starvation_limit >= 1 && opts->batch >= 1 &&
+           opts->batch <= GFR_POOL_MAX_BATCH;
 }
 
 static void
@@ -47,8 +49,6 @@ pool_free(struct gfr_pool *pool)
     pthread_mutex_destroy(&pool->sched_lock);
     pthread_mutex_destroy(&pool->idle_lock);
     pthread_mutex_destroy(&pool->threads_lock);
-    cds_wfcq_destroy(&pool->inbound_head, &pool->inbound_tail);
-    cds_wfcq_destroy(&pool->pending_head, &pool->pending_tail);
     free(pool);
 }
 
@@ -102,8 +102,6 @@ gfr_pool_create(const struct gfr_pool_opts *opts, struct gfr_pool **poolp)
     if (pool->opts.concurrency == 0)
         pool->opts.concurrency = cpus > 0 ? (unsigned)cpus : 1;
 
-    cds_wfcq_init(&pool->inbound_head, &pool->inbound_tail);
-    cds_wfcq_init(&pool->pending_head, &pool->pending_tail);
     /* Held for a few list operations at a time: spin briefly rather than
      * pay a futex sleep and wake-up when two workers meet on it. */
     pthread_mutexattr_init(&attr);
@@ -117,12 +115,11 @@ gfr_pool_create(const struct gfr_pool_opts *opts, struct gfr_pool **poolp)
     CDS_INIT_LIST_HEAD(&pool->zombies);
     gfr_sched_init(&pool->sched, pool->opts.starvation_limit);
 
-    pool->default_client = calloc(1, sizeof(*pool->default_client));
+    pool->default_client = gfr_sched_client_new(&pool->sched, pool);
     if (!pool->default_client) {
         pool_free(pool);
         return -ENOMEM;
     }
-    gfr_sched_client_init(&pool->sched, pool->default_client, pool);
 
     for (unsigned i = 0; i < pool->opts.min_threads; i++) {
         err = gfr_pool_spawn_worker(pool);
@@ -147,12 +144,11 @@ gfr_pool_client_create(struct gfr_pool *pool, struct gfr_pool_client **clientp)
         return -EINVAL;
     if (uatomic_read(&pool->shutdown))
         return -ESHUTDOWN;
-    client = calloc(1, sizeof(*client));
+    pthread_mutex_lock(&pool->sched_lock);
+    client = gfr_sched_client_new(&pool->sched, pool);
+    pthread_mutex_unlock(&pool->sched_lock);
     if (!client)
         return -ENOMEM;
-    pthread_mutex_lock(&pool->sched_lock);
-    gfr_sched_client_init(&pool->sched, client, pool);
-    pthread_mutex_unlock(&pool->sched_lock);
     *clientp = client;
     return 0;
 }
@@ -178,17 +174,6 @@ stripe_index(void)
     return stripe;
 }
 
-/* Enqueues on inbound and makes sure a worker will look at it.  The
- * enqueue's full barrier orders it before the reads of the worker counts. */
-static void
-enqueue_inbound(struct gfr_pool *pool, struct gfr_pool_job *job)
-{
-    cds_wfcq_node_init(&job->u.inbound);
-    if (!cds_wfcq_enqueue(&pool->inbound_head, &pool->inbound_tail,
-                          &job->u.inbound))
-        gfr_pool_ensure_worker(pool);
-}
-
 int
 gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
                 struct gfr_pool_client *client, enum gfr_pool_prio prio)
@@ -210,12 +195,11 @@ gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
         uatomic_dec(&stripe->entered);
         return -ESHUTDOWN;
     }
-    job->client = client ? client : pool->default_client;
-    job->prio = (uint8_t)prio;
-    job->is_release = 0;
     job->state = GFR_POOL_JOB_QUEUED;
     job->enqueued_ns = entered % GFR_POOL_HIST_SAMPLE ? 0 : gfr_pool_now_ns();
-    enqueue_inbound(pool, job);
+    if (gfr_sched_enqueue(&pool->sched, client ? client : pool->default_client,
+                          prio, job))
+        gfr_pool_ensure_worker(pool);
     uatomic_inc(&stripe->submitted);
     return 0;
 }
@@ -223,17 +207,14 @@ gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
 void
 gfr_pool_client_release(struct gfr_pool_client *client)
 {
-    struct gfr_pool_job *marker;
+    struct gfr_pool *pool;
 
     if (!client)
         return;
-    /* The marker travels through inbound behind every job submitted
-     * before it, so the scheduler sees those first. */
-    marker = &client->release_marker;
-    memset(marker, 0, sizeof(*marker));
-    marker->client = client;
-    marker->is_release = 1;
-    enqueue_inbound(client->pool, marker);
+    pool = client->pool;
+    pthread_mutex_lock(&pool->sched_lock);
+    gfr_sched_release(&pool->sched, client);
+    pthread_mutex_unlock(&pool->sched_lock);
 }
 
 /* Submits between their shutdown check and their enqueue's end. */

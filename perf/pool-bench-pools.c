@@ -35,6 +35,16 @@ bench_now_ns(void)
 
 static struct gfr_pool *gfr_bench_pool;
 
+/* gfr_pool's defaults unless GFR_BENCH_BATCH / GFR_BENCH_SPIN_US say
+ * otherwise (to measure what each option does). */
+static unsigned
+env_or(const char *name, unsigned fallback)
+{
+    const char *value = getenv(name);
+
+    return value ? (unsigned)strtoul(value, NULL, 10) : fallback;
+}
+
 static void
 gfr_run(struct gfr_pool_job *job, void *cb_arg, int status)
 {
@@ -51,6 +61,8 @@ gfr_init(unsigned max_threads)
     gfr_pool_opts_init(&opts);
     opts.name = "bench";
     opts.max_threads = max_threads;
+    opts.batch = env_or("GFR_BENCH_BATCH", opts.batch);
+    opts.spin_us = env_or("GFR_BENCH_SPIN_US", opts.spin_us);
     return gfr_pool_create(&opts, &gfr_bench_pool);
 }
 

@@ -16,6 +16,8 @@
 struct bench_job;
 typedef void (*bench_job_fn)(struct bench_job *job);
 
+/* One cache line for every pool: the pool's node, then the job's own
+ * fields (submit times live in a separate array). */
 struct bench_job {
     union {
         struct gfr_pool_job gfr;
@@ -23,9 +25,9 @@ struct bench_job {
         struct bench_job *next; /* mutex + condvar queue */
     } u;
     bench_job_fn fn;
-    uint64_t submit_ns;
     void *arg;
-};
+    uint32_t done;
+} __attribute__((aligned(64)));
 
 struct bench_pool_ops {
     const char *name;

@@ -28,20 +28,21 @@ struct fixture {
 static struct gfr_pool_client *
 new_client(struct fixture *f)
 {
-    struct gfr_pool_client *client = calloc(1, sizeof(*client));
+    struct gfr_pool_client *client = gfr_sched_client_new(&f->sched, NULL);
 
     assert_non_null(client);
-    gfr_sched_client_init(&f->sched, client, NULL);
     return client;
 }
 
 static int
 setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
+    struct fixture *f;
 
-    if (!f)
+    /* The scheduler's queues are cache-line aligned. */
+    if (posix_memalign((void **)&f, CAA_CACHE_LINE_SIZE, sizeof(*f)))
         return -1;
+    memset(f, 0, sizeof(*f));
     gfr_sched_init(&f->sched, 4);
     f->a = new_client(f);
     f->b = new_client(f);
@@ -67,17 +68,18 @@ add(struct fixture *f, struct gfr_pool_client *client, enum gfr_pool_prio prio)
 
     assert_true(f->used < NJOBS);
     memset(job, 0, sizeof(*job));
-    job->client = client;
-    job->prio = (uint8_t)prio;
-    gfr_sched_add(&f->sched, job);
+    gfr_sched_enqueue(&f->sched, client, prio, job);
     return f->used++;
 }
 
 static int
 take(struct fixture *f)
 {
-    struct gfr_pool_job *job = gfr_sched_take(&f->sched);
+    int blocked = 0;
+    struct gfr_pool_job *job = gfr_sched_take(&f->sched, &blocked);
 
+    /* Single-threaded: no enqueue is ever half-finished. */
+    assert_int_equal(blocked, 0);
     return job ? (int)(job - f->jobs) : -1;
 }
 
@@ -99,7 +101,27 @@ test_fifo_within_one_client_and_class(void **state)
     for (int i = 0; i < 10; i++)
         assert_int_equal(take(f), i);
     assert_int_equal(take(f), -1);
-    assert_int_equal(f->sched.queued, 0);
+    assert_false(gfr_sched_has_work(&f->sched));
+}
+
+static void
+test_enqueue_reports_only_the_first_ready_transition(void **state)
+{
+    struct fixture *f = *state;
+    struct gfr_pool_job *job = &f->jobs[0];
+
+    memset(f->jobs, 0, 3 * sizeof(f->jobs[0]));
+    assert_int_equal(gfr_sched_enqueue(&f->sched, f->a, GFR_POOL_PRIO_NORMAL, job), 1);
+    job = &f->jobs[1];
+    assert_int_equal(gfr_sched_enqueue(&f->sched, f->a, GFR_POOL_PRIO_NORMAL, job), 0);
+    job = &f->jobs[2];
+    assert_int_equal(gfr_sched_enqueue(&f->sched, f->b, GFR_POOL_PRIO_NORMAL, job), 0);
+    assert_true(gfr_sched_has_work(&f->sched));
+    f->used = 3;
+    assert_int_equal(take(f), 0);
+    assert_int_equal(take(f), 2);
+    assert_int_equal(take(f), 1);
+    assert_int_equal(take(f), -1);
 }
 
 static void
@@ -185,7 +207,7 @@ test_round_robin_keeps_each_clients_order(void **state)
         add(f, f->b, GFR_POOL_PRIO_NORMAL);
     }
     while ((got = take(f)) != -1) {
-        if (f->jobs[got].client == f->a) {
+        if (got % 2 == 0) { /* even jobs are a's */
             assert_true(got > last_a);
             last_a = got;
         } else {
@@ -195,18 +217,31 @@ test_round_robin_keeps_each_clients_order(void **state)
     }
 }
 
+static int
+count_clients(struct fixture *f)
+{
+    struct cds_list_head *pos;
+    int clients = 0;
+
+    cds_list_for_each(pos, &f->sched.clients)
+        clients++;
+    return clients;
+}
+
 static void
 test_released_client_freed_after_its_last_job(void **state)
 {
     struct fixture *f = *state;
     struct gfr_pool_client *c = new_client(f);
-    struct gfr_pool_job marker = {.client = c, .is_release = 1};
-    int job = add(f, c, GFR_POOL_PRIO_NORMAL);
+    int first = add(f, c, GFR_POOL_PRIO_NORMAL);
+    int second = add(f, c, GFR_POOL_PRIO_LOW);
 
-    gfr_sched_add(&f->sched, &marker);
-    /* Still queued: alive (ASan would catch a use after free below). */
-    assert_int_equal(c->released, 1);
-    assert_int_equal(take(f), job);
+    gfr_sched_release(&f->sched, c);
+    assert_int_equal(count_clients(f), 3); /* still has jobs */
+    assert_int_equal(take(f), first);
+    assert_int_equal(count_clients(f), 3);
+    assert_int_equal(take(f), second);
+    assert_int_equal(count_clients(f), 2);
     assert_int_equal(take(f), -1);
 }
 
@@ -215,14 +250,10 @@ test_released_idle_client_freed_at_once(void **state)
 {
     struct fixture *f = *state;
     struct gfr_pool_client *c = new_client(f);
-    struct gfr_pool_job marker = {.client = c, .is_release = 1};
-    int clients = 0;
-    struct gfr_pool_client *pos;
 
-    gfr_sched_add(&f->sched, &marker);
-    cds_list_for_each_entry(pos, &f->sched.clients, all_link)
-        clients++;
-    assert_int_equal(clients, 2); /* a and b only */
+    assert_int_equal(count_clients(f), 3);
+    gfr_sched_release(&f->sched, c);
+    assert_int_equal(count_clients(f), 2);
 }
 
 int
@@ -231,6 +262,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_empty_scheduler_gives_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fifo_within_one_client_and_class, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enqueue_reports_only_the_first_ready_transition, setup, teardown),
         cmocka_unit_test_setup_teardown(test_higher_class_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_starving_class_served_within_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_starving_classes_wait_at_most_limit_plus_one, setup, teardown),
