@@ -96,6 +96,7 @@ extern __thread struct gfr_pool_worker *gfr_pool_current_worker;
 /* pool-worker.c */
 int gfr_pool_spawn_worker(struct gfr_pool *pool);
 void gfr_pool_ensure_worker(struct gfr_pool *pool);
+void gfr_pool_more_workers_if_idle(struct gfr_pool *pool);
 void gfr_pool_wake_all(struct gfr_pool *pool);
 
 /* pool-timer.c */

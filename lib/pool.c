@@ -200,6 +200,8 @@ gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
     if (gfr_sched_enqueue(&pool->sched, client ? client : pool->default_client,
                           prio, job))
         gfr_pool_ensure_worker(pool);
+    else
+        gfr_pool_more_workers_if_idle(pool);
     uatomic_inc(&stripe->submitted);
     return 0;
 }

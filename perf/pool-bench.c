@@ -37,6 +37,7 @@
 #include <urcu/arch.h>
 #include <urcu/uatomic.h>
 
+#include "config.h"
 #include "pool-bench.h"
 
 #define RUN_TIMEOUT_MS 120000
@@ -259,6 +260,9 @@ static const struct bench_pool_ops *const pools[] = {
     &bench_gfr_pool_ops,
     &bench_gf_async_ops,
     &bench_mutex_cond_ops,
+#ifdef GFR_HAVE_DPDK
+    &bench_rte_ring_ops,
+#endif
 };
 #define BENCH_NPOOLS (sizeof(pools) / sizeof(pools[0]))
 

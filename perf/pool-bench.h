@@ -42,6 +42,9 @@ struct bench_pool_ops {
 extern const struct bench_pool_ops bench_gfr_pool_ops;
 extern const struct bench_pool_ops bench_gf_async_ops;
 extern const struct bench_pool_ops bench_mutex_cond_ops;
+#ifdef GFR_HAVE_DPDK
+extern const struct bench_pool_ops bench_rte_ring_ops;
+#endif
 
 uint64_t bench_now_ns(void);
 

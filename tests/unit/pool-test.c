@@ -6,6 +6,7 @@
  * waits are bounded only to turn a hang into a failure.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -13,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -712,6 +714,42 @@ test_stats_histogram_counts_every_job(void **state)
     assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
 }
 
+static int
+thread_named(const char *name)
+{
+    DIR *dir = opendir("/proc/self/task");
+    struct dirent *entry;
+    int found = 0;
+
+    assert_non_null(dir);
+    while (!found && (entry = readdir(dir))) {
+        char path[300];
+        char comm[32] = "";
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", entry->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof(comm), f))
+            comm[strcspn(comm, "\n")] = 0;
+        found = strcmp(comm, name) == 0;
+        fclose(f);
+    }
+    closedir(dir);
+    return found;
+}
+
+static void
+test_worker_threads_are_named(void **state)
+{
+    struct gfr_pool *pool = new_pool(2, 2, 1000);
+
+    assert_true(thread_named("test/0"));
+    assert_true(thread_named("test/1"));
+    assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
+}
+
 int
 main(void)
 {
@@ -731,6 +769,7 @@ main(void)
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_destroy_from_own_worker_refused),
         cmocka_unit_test(test_stats_histogram_counts_every_job),
+        cmocka_unit_test(test_worker_threads_are_named),
     };
 
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
