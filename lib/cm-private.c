@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * CM private data (docs/wire-protocol.md, "Connection parameters").
+ */
+#include "gfr_cm_private.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+static int
+params_valid(const struct gfr_cm_params *p)
+{
+    return p->credits >= GFR_CM_MIN_CREDITS &&
+           p->inline_max >= GFR_CM_MIN_INLINE &&
+           p->inline_max <= GFR_CM_MAX_INLINE && p->max_msg >= p->inline_max &&
+           p->max_segs > 0;
+}
+
+int
+gfr_cm_encode(const struct gfr_cm_params *params, void *buf, size_t cap)
+{
+    uint8_t *p = buf;
+    uint32_t v32;
+    uint16_t v16;
+
+    if (!params || !buf || !params_valid(params))
+        return -EINVAL;
+    if (cap < GFR_CM_PRIVATE_SIZE)
+        return -EMSGSIZE;
+    v32 = htobe32(GFR_CM_MAGIC);
+    memcpy(p, &v32, 4);
+    p[4] = GFR_CM_VERSION;
+    p[5] = 0;
+    v16 = htobe16(params->credits);
+    memcpy(p + 6, &v16, 2);
+    v32 = htobe32(params->inline_max);
+    memcpy(p + 8, &v32, 4);
+    v32 = htobe32(params->max_msg);
+    memcpy(p + 12, &v32, 4);
+    v16 = htobe16(params->max_segs);
+    memcpy(p + 16, &v16, 2);
+    memset(p + 18, 0, 2);
+    return GFR_CM_PRIVATE_SIZE;
+}
+
+static int
+refuse(enum gfr_cm_reject_reason *why, enum gfr_cm_reject_reason reason)
+{
+    if (why)
+        *why = reason;
+    return -EPROTO;
+}
+
+int
+gfr_cm_decode(const void *buf, size_t len, struct gfr_cm_params *params,
+              enum gfr_cm_reject_reason *why)
+{
+    const uint8_t *p = buf;
+    uint32_t v32;
+    uint16_t v16;
+
+    if (!buf || !params || len < GFR_CM_PRIVATE_SIZE)
+        return refuse(why, GFR_CM_REJECT_SHORT);
+    memcpy(&v32, p, 4);
+    if (be32toh(v32) != GFR_CM_MAGIC)
+        return refuse(why, GFR_CM_REJECT_MAGIC);
+    if (p[4] != GFR_CM_VERSION)
+        return refuse(why, GFR_CM_REJECT_VERSION);
+    memcpy(&v16, p + 6, 2);
+    params->credits = be16toh(v16);
+    memcpy(&v32, p + 8, 4);
+    params->inline_max = be32toh(v32);
+    memcpy(&v32, p + 12, 4);
+    params->max_msg = be32toh(v32);
+    memcpy(&v16, p + 16, 2);
+    params->max_segs = be16toh(v16);
+    if (!params_valid(params))
+        return refuse(why, GFR_CM_REJECT_PARAMS);
+    if (why)
+        *why = GFR_CM_REJECT_NONE;
+    return 0;
+}
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+void
+gfr_cm_negotiate(const struct gfr_cm_params *local,
+                 const struct gfr_cm_params *peer, struct gfr_cm_params *agreed)
+{
+    agreed->credits = MIN(local->credits, peer->credits);
+    agreed->inline_max = MIN(local->inline_max, peer->inline_max);
+    agreed->max_msg = MIN(local->max_msg, peer->max_msg);
+    agreed->max_segs = MIN(local->max_segs, peer->max_segs);
+}
+
+const char *
+gfr_cm_reject_str(enum gfr_cm_reject_reason why)
+{
+    switch (why) {
+    case GFR_CM_REJECT_NONE:
+        return "accepted";
+    case GFR_CM_REJECT_SHORT:
+        return "connection private data missing or shorter than 20 bytes";
+    case GFR_CM_REJECT_MAGIC:
+        return "peer is not a glusterfs-rdma peer (bad magic)";
+    case GFR_CM_REJECT_VERSION:
+        return "peer speaks another glusterfs-rdma protocol version";
+    case GFR_CM_REJECT_PARAMS:
+        return "peer's connection parameters out of range";
+    }
+    return "unknown reject reason";
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Message header encoding and validation (docs/wire-protocol.md).
+ */
+#include "gfr_wire.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+    v = htobe16(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+    v = htobe32(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+    v = htobe64(v);
+    memcpy(p, &v, sizeof(v));
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return be16toh(v);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return be32toh(v);
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return be64toh(v);
+}
+
+static int
+type_known(unsigned type)
+{
+    return type >= GFR_WIRE_MSG && type <= GFR_WIRE_ERROR;
+}
+
+static uint8_t *
+put_segs(uint8_t *p, const struct gfr_wire_seg *segs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++, p += GFR_WIRE_SEG_SIZE) {
+        put64(p, segs[i].addr);
+        put32(p + 8, segs[i].rkey);
+        put32(p + 12, segs[i].length);
+    }
+    return p;
+}
+
+ssize_t
+gfr_wire_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
+                const struct gfr_wire_seg *write, void *buf, size_t cap)
+{
+    size_t len;
+    uint64_t read_len = 0;
+    uint8_t *p = buf;
+
+    if (!hdr || !buf || !type_known(hdr->type) ||
+        hdr->n_read > GFR_WIRE_MAX_SEGS || hdr->n_write > GFR_WIRE_MAX_SEGS ||
+        (hdr->n_read && !read) || (hdr->n_write && !write))
+        return -EINVAL;
+    for (unsigned i = 0; i < hdr->n_read; i++) {
+        if (read[i].length == 0)
+            return -EINVAL;
+        read_len += read[i].length;
+    }
+    if (read_len > UINT32_MAX)
+        return -EINVAL;
+    len = gfr_wire_hdr_len(hdr->n_read, hdr->n_write);
+    if (cap < len)
+        return -EMSGSIZE;
+
+    p[0] = GFR_WIRE_VERSION;
+    p[1] = hdr->type;
+    p[2] = hdr->n_read;
+    p[3] = hdr->n_write;
+    put16(p + 4, hdr->credits);
+    put16(p + 6, 0);
+    put32(p + 8, hdr->xid);
+    put32(p + 12, hdr->inline_len);
+    put32(p + 16, (uint32_t)read_len);
+    put32(p + 20, hdr->written);
+    p = put_segs(p + GFR_WIRE_HDR_SIZE, read, hdr->n_read);
+    put_segs(p, write, hdr->n_write);
+    return (ssize_t)len;
+}
+
+static const uint8_t *
+get_segs(const uint8_t *p, struct gfr_wire_seg *segs, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++, p += GFR_WIRE_SEG_SIZE) {
+        segs[i].addr = get64(p);
+        segs[i].rkey = get32(p + 8);
+        segs[i].length = get32(p + 12);
+    }
+    return p;
+}
+
+static int
+violation(const char **reason, const char *why)
+{
+    if (reason)
+        *reason = why;
+    return -EPROTO;
+}
+
+int
+gfr_wire_decode(const void *buf, size_t len,
+                const struct gfr_wire_limits *limits, struct gfr_wire_msg *msg,
+                const char **reason)
+{
+    const uint8_t *p = buf;
+    struct gfr_wire_hdr *hdr;
+    uint64_t read_sum = 0;
+    uint64_t write_sum = 0;
+    size_t head;
+
+    if (!buf || !limits || !msg)
+        return violation(reason, "bad arguments");
+    if (len < GFR_WIRE_HDR_SIZE)
+        return violation(reason, "message shorter than the header");
+    if (p[0] != GFR_WIRE_VERSION)
+        return violation(reason, "unknown protocol version");
+    hdr = &msg->hdr;
+    hdr->type = p[1];
+    hdr->n_read = p[2];
+    hdr->n_write = p[3];
+    hdr->credits = get16(p + 4);
+    hdr->xid = get32(p + 8);
+    hdr->inline_len = get32(p + 12);
+    hdr->read_len = get32(p + 16);
+    hdr->written = get32(p + 20);
+
+    if (!type_known(hdr->type))
+        return violation(reason, "unknown message type");
+    if (hdr->n_read > GFR_WIRE_MAX_SEGS || hdr->n_write > GFR_WIRE_MAX_SEGS ||
+        (unsigned)hdr->n_read + hdr->n_write > limits->max_segs)
+        return violation(reason, "more segments than negotiated");
+    head = gfr_wire_hdr_len(hdr->n_read, hdr->n_write);
+    if (len < head || len - head != hdr->inline_len)
+        return violation(reason, "length does not match the header");
+    if (hdr->type != GFR_WIRE_MSG &&
+        (hdr->n_read || hdr->n_write || hdr->inline_len || hdr->read_len))
+        return violation(reason, "lists or payload on a control message");
+
+    p = get_segs(p + GFR_WIRE_HDR_SIZE, msg->read, hdr->n_read);
+    p = get_segs(p, msg->write, hdr->n_write);
+    for (unsigned i = 0; i < hdr->n_read; i++) {
+        if (msg->read[i].length == 0)
+            return violation(reason, "read segment of length 0");
+        read_sum += msg->read[i].length;
+    }
+    for (unsigned i = 0; i < hdr->n_write; i++) {
+        if (msg->write[i].length == 0)
+            return violation(reason, "write segment of length 0");
+        write_sum += msg->write[i].length;
+    }
+    if (write_sum > limits->max_msg)
+        return violation(reason, "write list larger than negotiated");
+    if (read_sum != hdr->read_len)
+        return violation(reason, "read segments do not add up to read_len");
+    if ((uint64_t)len + read_sum > limits->max_msg)
+        return violation(reason, "message larger than negotiated");
+    msg->payload = p;
+    return 0;
+}

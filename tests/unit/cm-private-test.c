@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Connection parameters in the CM private data: bytes, round trip,
+ * negotiation, and every reason to reject a peer.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gfr_cm_private.h"
+
+static const struct gfr_cm_params sample = {
+    .credits = 128, .inline_max = 4096, .max_msg = 4 << 20, .max_segs = 16};
+
+static void
+test_bytes_are_as_documented(void **state)
+{
+    static const uint8_t expect[20] = {
+        0x47, 0x46, 0x52, 0x31, 1, 0, 0, 128, /* magic, version, flags, credits */
+        0, 0, 0x10, 0,                        /* inline_max 4096 */
+        0, 0x40, 0, 0,                        /* max_msg 4 MiB */
+        0, 16, 0, 0,                          /* max_segs, reserved */
+    };
+    uint8_t buf[64];
+
+    assert_int_equal(gfr_cm_encode(&sample, buf, sizeof(buf)), 20);
+    assert_memory_equal(buf, expect, sizeof(expect));
+}
+
+static void
+test_round_trip_with_padding(void **state)
+{
+    struct gfr_cm_params got;
+    enum gfr_cm_reject_reason why = GFR_CM_REJECT_PARAMS;
+    uint8_t buf[56];
+
+    memset(buf, 0xee, sizeof(buf)); /* the CM pads to its own size */
+    assert_int_equal(gfr_cm_encode(&sample, buf, sizeof(buf)), 20);
+    assert_int_equal(gfr_cm_decode(buf, sizeof(buf), &got, &why), 0);
+    assert_int_equal(why, GFR_CM_REJECT_NONE);
+    assert_int_equal(got.credits, 128);
+    assert_int_equal(got.inline_max, 4096);
+    assert_int_equal(got.max_msg, 4 << 20);
+    assert_int_equal(got.max_segs, 16);
+}
+
+static void
+test_negotiation_takes_each_minimum(void **state)
+{
+    struct gfr_cm_params peer = {.credits = 256, .inline_max = 1024,
+                                 .max_msg = 8 << 20, .max_segs = 4};
+    struct gfr_cm_params agreed;
+
+    gfr_cm_negotiate(&sample, &peer, &agreed);
+    assert_int_equal(agreed.credits, 128);
+    assert_int_equal(agreed.inline_max, 1024);
+    assert_int_equal(agreed.max_msg, 4 << 20);
+    assert_int_equal(agreed.max_segs, 4);
+}
+
+static void
+expect_reject(const uint8_t *buf, size_t len, enum gfr_cm_reject_reason reason)
+{
+    struct gfr_cm_params got;
+    enum gfr_cm_reject_reason why = GFR_CM_REJECT_NONE;
+
+    assert_int_equal(gfr_cm_decode(buf, len, &got, &why), -EPROTO);
+    assert_int_equal(why, reason);
+    assert_string_not_equal(gfr_cm_reject_str(why), "accepted");
+}
+
+static void
+test_incompatible_peers_rejected(void **state)
+{
+    uint8_t buf[20];
+
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    expect_reject(NULL, 0, GFR_CM_REJECT_SHORT);
+    expect_reject(buf, 19, GFR_CM_REJECT_SHORT);
+    buf[0] = 'X';
+    expect_reject(buf, 20, GFR_CM_REJECT_MAGIC);
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    buf[4] = 2;
+    expect_reject(buf, 20, GFR_CM_REJECT_VERSION);
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    buf[7] = 1; /* credits 1 */
+    expect_reject(buf, 20, GFR_CM_REJECT_PARAMS);
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    buf[10] = 0; /* inline_max 0 */
+    expect_reject(buf, 20, GFR_CM_REJECT_PARAMS);
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    buf[8] = 0xff; /* inline_max over 16 MiB */
+    expect_reject(buf, 20, GFR_CM_REJECT_PARAMS);
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    memset(buf + 12, 0, 4); /* max_msg below inline_max */
+    expect_reject(buf, 20, GFR_CM_REJECT_PARAMS);
+    gfr_cm_encode(&sample, buf, sizeof(buf));
+    buf[17] = 0; /* max_segs 0 */
+    expect_reject(buf, 20, GFR_CM_REJECT_PARAMS);
+}
+
+static void
+test_encode_refuses_what_decode_would_reject(void **state)
+{
+    struct gfr_cm_params bad = sample;
+    uint8_t buf[20];
+
+    bad.credits = 1;
+    assert_int_equal(gfr_cm_encode(&bad, buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(gfr_cm_encode(NULL, buf, sizeof(buf)), -EINVAL);
+    assert_int_equal(gfr_cm_encode(&sample, buf, 19), -EMSGSIZE);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bytes_are_as_documented),
+        cmocka_unit_test(test_round_trip_with_padding),
+        cmocka_unit_test(test_negotiation_takes_each_minimum),
+        cmocka_unit_test(test_incompatible_peers_rejected),
+        cmocka_unit_test(test_encode_refuses_what_decode_would_reject),
+    };
+
+    return cmocka_run_group_tests_name("cm-private", tests, NULL, NULL);
+}
