@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The RDMA engine's options: defaults, parsing from "key=value" strings
+ * (gfr-perf's command line, the GlusterFS plugin's volume options) and
+ * validation.  Pure functions, any thread.
+ */
+#ifndef GFR_RDMA_OPTS_H
+#define GFR_RDMA_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a CQ poller thread waits for completions. */
+enum gfr_poll_mode {
+    GFR_POLL_BUSY,     /* poll without sleeping (one core per poller) */
+    GFR_POLL_ADAPTIVE, /* poll up to spin_us, then arm and sleep */
+    GFR_POLL_EVENT,    /* arm and sleep after every empty poll */
+};
+
+/* Where a received message is handled. */
+enum gfr_dispatch {
+    GFR_DISPATCH_POOL,   /* a job in the global worker pool */
+    GFR_DISPATCH_INLINE, /* on the poller thread (run to completion) */
+};
+
+struct gfr_rdma_opts {
+    enum gfr_poll_mode poll_mode;
+    uint32_t spin_us;         /* adaptive: poll this long before sleeping */
+    uint32_t pollers;         /* CQ poller threads per device */
+    enum gfr_dispatch dispatch;
+    uint32_t credits;         /* receives posted per connection */
+    uint32_t inline_max;      /* receive buffer size, header included */
+    uint32_t max_msg;         /* largest message, inline and bulk */
+    uint32_t segment_size;    /* largest single RDMA READ/WRITE */
+    uint32_t rdma_depth;      /* RDMA READs/WRITEs in flight per transfer */
+    uint32_t connect_timeout_ms; /* address and route resolution, each */
+    uint8_t qp_timeout;       /* local ACK timeout: 4.096 us * 2^n */
+    uint8_t retry_count;      /* 0-7 */
+    uint8_t rnr_retry;        /* 0-7; 7 = retry forever */
+    uint8_t port;             /* device port, 1-based */
+    int32_t gid_index;        /* -1: chosen by the CM */
+    char device[64];          /* "": the device the CM resolves */
+};
+
+/* Fills the defaults: adaptive, 50 us, 1 poller, pool, 64 credits, 4 KiB
+ * inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 14,
+ * retry 7, rnr 7, port 1, gid -1. */
+void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
+
+/*
+ * Sets one option from its text form: key is one of poll-mode, spin-us,
+ * pollers, dispatch, credits, inline-max, max-msg, segment-size,
+ * rdma-depth, connect-timeout-ms, qp-timeout, retry-count, rnr-retry,
+ * port, gid-index, device.  Sizes accept K, M suffixes (powers of 1024).
+ * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why
+ * (if not NULL) gets a sentence naming the key and the accepted values.
+ */
+int gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
+                      const char *value, char *why, size_t why_len);
+
+/* Checks the options together (ranges and relations); 0 or -EINVAL with
+ * *why as above. */
+int gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why,
+                        size_t why_len);
+
+const char *gfr_poll_mode_str(enum gfr_poll_mode mode);
+
+#endif /* GFR_RDMA_OPTS_H */

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Engine options: defaults, every key, and the messages for bad values.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "gfr_rdma_opts.h"
+
+static void
+test_defaults_are_consistent(void **state)
+{
+    struct gfr_rdma_opts opts;
+    char why[128] = "";
+
+    gfr_rdma_opts_init(&opts);
+    assert_int_equal(gfr_rdma_opts_check(&opts, why, sizeof(why)), 0);
+    assert_int_equal(opts.poll_mode, GFR_POLL_ADAPTIVE);
+    assert_int_equal(opts.dispatch, GFR_DISPATCH_POOL);
+    assert_int_equal(opts.gid_index, -1);
+}
+
+static void
+test_every_key_parses(void **state)
+{
+    struct gfr_rdma_opts o;
+    char why[128];
+
+    gfr_rdma_opts_init(&o);
+    assert_int_equal(gfr_rdma_opts_set(&o, "poll-mode", "busy", why, sizeof(why)), 0);
+    assert_int_equal(o.poll_mode, GFR_POLL_BUSY);
+    assert_int_equal(gfr_rdma_opts_set(&o, "poll-mode", "event", why, sizeof(why)), 0);
+    assert_int_equal(o.poll_mode, GFR_POLL_EVENT);
+    assert_int_equal(gfr_rdma_opts_set(&o, "spin-us", "200", why, sizeof(why)), 0);
+    assert_int_equal(o.spin_us, 200);
+    assert_int_equal(gfr_rdma_opts_set(&o, "pollers", "2", why, sizeof(why)), 0);
+    assert_int_equal(o.pollers, 2);
+    assert_int_equal(gfr_rdma_opts_set(&o, "dispatch", "inline", why, sizeof(why)), 0);
+    assert_int_equal(o.dispatch, GFR_DISPATCH_INLINE);
+    assert_int_equal(gfr_rdma_opts_set(&o, "credits", "128", why, sizeof(why)), 0);
+    assert_int_equal(o.credits, 128);
+    assert_int_equal(gfr_rdma_opts_set(&o, "inline-max", "8K", why, sizeof(why)), 0);
+    assert_int_equal(o.inline_max, 8192);
+    assert_int_equal(gfr_rdma_opts_set(&o, "max-msg", "16M", why, sizeof(why)), 0);
+    assert_int_equal(o.max_msg, 16 << 20);
+    assert_int_equal(gfr_rdma_opts_set(&o, "segment-size", "256k", why, sizeof(why)), 0);
+    assert_int_equal(o.segment_size, 256 << 10);
+    assert_int_equal(gfr_rdma_opts_set(&o, "rdma-depth", "8", why, sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "connect-timeout-ms", "2000", why, sizeof(why)), 0);
+    assert_int_equal(o.connect_timeout_ms, 2000);
+    assert_int_equal(gfr_rdma_opts_set(&o, "qp-timeout", "18", why, sizeof(why)), 0);
+    assert_int_equal(o.qp_timeout, 18);
+    assert_int_equal(gfr_rdma_opts_set(&o, "retry-count", "3", why, sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "rnr-retry", "0", why, sizeof(why)), 0);
+    assert_int_equal(o.rnr_retry, 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "port", "2", why, sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "gid-index", "3", why, sizeof(why)), 0);
+    assert_int_equal(o.gid_index, 3);
+    assert_int_equal(gfr_rdma_opts_set(&o, "device", "rxe0", why, sizeof(why)), 0);
+    assert_string_equal(o.device, "rxe0");
+    assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), 0);
+}
+
+static void
+expect_bad(const char *key, const char *value, int err, const char *message)
+{
+    struct gfr_rdma_opts o;
+    char why[160] = "";
+
+    gfr_rdma_opts_init(&o);
+    assert_int_equal(gfr_rdma_opts_set(&o, key, value, why, sizeof(why)), err);
+    assert_string_equal(why, message);
+}
+
+static void
+test_bad_values_name_the_option_and_the_range(void **state)
+{
+    expect_bad("poll-mode", "spin", -EINVAL,
+               "poll-mode: 'spin' is not one of busy, adaptive, event");
+    expect_bad("dispatch", "threads", -EINVAL,
+               "dispatch: 'threads' is not one of pool, inline");
+    expect_bad("credits", "1", -EINVAL,
+               "credits: '1' is not a whole number from 2 to 4096");
+    expect_bad("credits", "12x", -EINVAL,
+               "credits: '12x' is not a whole number from 2 to 4096");
+    expect_bad("retry-count", "8", -EINVAL,
+               "retry-count: '8' is not a whole number from 0 to 7");
+    expect_bad("inline-max", "1G", -EINVAL,
+               "inline-max: '1G' is not a whole number from 256 to 16777216 (K and M suffixes allowed)");
+    expect_bad("gid-index", "-2", -EINVAL,
+               "gid-index: '-2' is not a whole number from -1 to 255");
+    expect_bad("credits", "", -EINVAL,
+               "credits: '' is not a whole number from 2 to 4096");
+    expect_bad("no-such-option", "1", -ENOENT, "unknown option 'no-such-option'");
+}
+
+static void
+test_relations_are_checked(void **state)
+{
+    struct gfr_rdma_opts o;
+    char why[160] = "";
+
+    gfr_rdma_opts_init(&o);
+    o.max_msg = 1024;
+    assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
+    assert_string_equal(why, "max-msg (1024) is smaller than inline-max (4096)");
+    gfr_rdma_opts_init(&o);
+    o.segment_size = 8 << 20;
+    assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
+    assert_string_equal(why, "segment-size (8388608) is larger than max-msg (4194304)");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_are_consistent),
+        cmocka_unit_test(test_every_key_parses),
+        cmocka_unit_test(test_bad_values_name_the_option_and_the_range),
+        cmocka_unit_test(test_relations_are_checked),
+    };
+
+    return cmocka_run_group_tests_name("rdma-opts", tests, NULL, NULL);
+}
