@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The engine: its CM event channel and CM thread, listeners, connecting and
+ * accepting, and the CM events that move a connection through its states.
+ * Every function here that handles a CM event runs on the CM thread.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <urcu/uatomic.h>
+
+#include "rdma-internal.h"
+
+static void
+reap_all(struct gfr_rdma *engine)
+{
+    for (;;) {
+        struct gfr_rdma_conn *conn = NULL;
+
+        pthread_mutex_lock(&engine->lock);
+        if (!cds_list_empty(&engine->reap)) {
+            conn = cds_list_first_entry(&engine->reap, struct gfr_rdma_conn, reap_link);
+            cds_list_del(&conn->reap_link);
+        }
+        pthread_mutex_unlock(&engine->lock);
+        if (!conn)
+            return;
+        gfr_rdma_conn_finalize(conn);
+    }
+}
+
+static int
+reject_reason_to_errno(const struct rdma_cm_event *event)
+{
+    if (event->param.conn.private_data_len >= 1) {
+        uint8_t why = *(const uint8_t *)event->param.conn.private_data;
+        if (why >= GFR_CM_REJECT_SHORT && why <= GFR_CM_REJECT_PARAMS) {
+            gfr_rdma_log("connection rejected by the peer: %s",
+                         gfr_cm_reject_str((enum gfr_cm_reject_reason)why));
+            return -EPROTO;
+        }
+    }
+    gfr_rdma_log("connection rejected by the peer (status %d)", event->status);
+    return -ECONNREFUSED;
+}
+
+static void
+fill_conn_param(const struct gfr_rdma *engine, struct rdma_conn_param *param,
+                uint8_t *private_data)
+{
+    struct gfr_cm_params local;
+
+    gfr_rdma_conn_local_params(engine, &local);
+    gfr_cm_encode(&local, private_data, GFR_CM_PRIVATE_SIZE);
+    memset(param, 0, sizeof(*param));
+    param->private_data = private_data;
+    param->private_data_len = GFR_CM_PRIVATE_SIZE;
+    param->retry_count = engine->opts.retry_count;
+    param->rnr_retry_count = engine->opts.rnr_retry;
+    param->responder_resources = 1;
+    param->initiator_depth = 1;
+}
+
+/* A failure before the connection exists on the wire: flush and reap. */
+static void
+conn_abort(struct gfr_rdma_conn *conn, int reason)
+{
+    gfr_rdma_conn_fail(conn, reason);
+    gfr_rdma_conn_cm_done(conn);
+}
+
+static void
+on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
+{
+    struct gfr_rdma_listener *listener = event->listen_id->context;
+    struct gfr_cm_params peer;
+    enum gfr_cm_reject_reason why;
+    struct rdma_conn_param param;
+    uint8_t private_data[GFR_CM_PRIVATE_SIZE];
+    struct gfr_rdma_conn *conn;
+    int err;
+
+    if (gfr_cm_decode(event->param.conn.private_data,
+                      event->param.conn.private_data_len, &peer, &why) != 0) {
+        uint8_t reason = (uint8_t)why;
+
+        gfr_rdma_log("rejecting a connection request: %s", gfr_cm_reject_str(why));
+        rdma_reject(event->id, &reason, 1);
+        rdma_destroy_id(event->id);
+        return;
+    }
+    conn = gfr_rdma_conn_new(engine);
+    if (!conn) {
+        rdma_reject(event->id, NULL, 0);
+        rdma_destroy_id(event->id);
+        return;
+    }
+    conn->id = event->id;
+    conn->id->context = conn;
+    conn->is_server = 1;
+    conn->state = GFR_CONN_CONNECTING;
+    err = listener->accept(listener, conn, listener->cb_arg, &conn->ops, &conn->cb_arg);
+    if (!err && (!conn->ops || !conn->ops->received || !conn->ops->disconnected))
+        err = -EINVAL;
+    if (err) {
+        /* Refused by the user: never reported to it. */
+        conn->ops = NULL;
+        rdma_reject(conn->id, NULL, 0);
+        conn_abort(conn, err);
+        return;
+    }
+    err = gfr_rdma_conn_setup(conn);
+    if (!err)
+        err = gfr_rdma_conn_negotiate(conn, &peer);
+    if (!err) {
+        fill_conn_param(engine, &param, private_data);
+        if (rdma_accept(conn->id, &param) != 0)
+            err = -errno;
+    }
+    if (err) {
+        gfr_rdma_log("cannot accept a connection: %s", strerror(-err));
+        rdma_reject(conn->id, NULL, 0);
+        conn_abort(conn, err);
+    }
+}
+
+static void
+on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
+               struct rdma_cm_event *event)
+{
+    struct gfr_cm_params peer;
+    enum gfr_cm_reject_reason why;
+    int usable;
+
+    conn->was_connected = 1;
+    if (!conn->is_server) {
+        if (gfr_cm_decode(event->param.conn.private_data,
+                          event->param.conn.private_data_len, &peer, &why) != 0) {
+            gfr_rdma_log("dropping a connection the peer accepted: %s",
+                         gfr_cm_reject_str(why));
+            gfr_rdma_conn_fail(conn, -EPROTO);
+            return;
+        }
+        gfr_rdma_conn_negotiate(conn, &peer);
+    }
+    pthread_mutex_lock(&conn->lock);
+    usable = conn->state == GFR_CONN_CONNECTING;
+    if (usable)
+        conn->state = GFR_CONN_ESTABLISHED;
+    pthread_mutex_unlock(&conn->lock);
+    if (!usable)
+        return; /* failed meanwhile: disconnected follows */
+    if (conn->ops->connected)
+        conn->ops->connected(conn, conn->cb_arg);
+    /* Grants that piled up before ESTABLISHED. */
+    gfr_rdma_send_flush(conn);
+}
+
+static void
+on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
+{
+    struct gfr_rdma_conn *conn = event->id->context;
+    int err;
+
+    switch (event->event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+        conn->state = GFR_CONN_RESOLVING_ROUTE;
+        if (rdma_resolve_route(conn->id, (int)engine->opts.connect_timeout_ms) != 0)
+            conn_abort(conn, -errno);
+        break;
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+        struct rdma_conn_param param;
+        uint8_t private_data[GFR_CM_PRIVATE_SIZE];
+
+        err = gfr_rdma_conn_setup(conn);
+        if (!err) {
+            fill_conn_param(engine, &param, private_data);
+            conn->state = GFR_CONN_CONNECTING;
+            if (rdma_connect(conn->id, &param) != 0)
+                err = -errno;
+        }
+        if (err)
+            conn_abort(conn, err);
+        break;
+    }
+    case RDMA_CM_EVENT_ESTABLISHED:
+        on_established(engine, conn, event);
+        break;
+    case RDMA_CM_EVENT_ADDR_ERROR:
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+        gfr_rdma_log("cannot resolve the peer's %s: %s",
+                     event->event == RDMA_CM_EVENT_ADDR_ERROR ? "address" : "route",
+                     strerror(-event->status));
+        conn_abort(conn, event->status ? event->status : -EHOSTUNREACH);
+        break;
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+        gfr_rdma_log("connecting failed: %s", rdma_event_str(event->event));
+        conn_abort(conn, event->event == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH
+                                                                   : -ECONNREFUSED);
+        break;
+    case RDMA_CM_EVENT_REJECTED:
+        conn_abort(conn, reject_reason_to_errno(event));
+        break;
+    case RDMA_CM_EVENT_DISCONNECTED:
+        gfr_rdma_conn_fail(conn, 0);
+        gfr_rdma_conn_cm_done(conn);
+        break;
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+    case RDMA_CM_EVENT_ADDR_CHANGE:
+        gfr_rdma_log("%s: disconnecting", rdma_event_str(event->event));
+        gfr_rdma_conn_fail(conn, -ENODEV);
+        if (!conn->was_connected)
+            gfr_rdma_conn_cm_done(conn);
+        break;
+    default:
+        break; /* TIMEWAIT_EXIT and the like */
+    }
+}
+
+static void
+handle_cm_event(struct gfr_rdma *engine)
+{
+    struct rdma_cm_event *event;
+    struct rdma_cm_event copy;
+    uint8_t private_data[256];
+
+    if (rdma_get_cm_event(engine->channel, &event) != 0)
+        return;
+    /* Handle a copy after acking, so that destroying an id here never
+     * waits for an event we still hold. */
+    copy = *event;
+    if (event->param.conn.private_data && event->param.conn.private_data_len) {
+        size_t n = event->param.conn.private_data_len;
+        if (n > sizeof(private_data))
+            n = sizeof(private_data);
+        memcpy(private_data, event->param.conn.private_data, n);
+        copy.param.conn.private_data = private_data;
+        copy.param.conn.private_data_len = (uint8_t)n;
+    }
+    if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        rdma_ack_cm_event(event);
+        on_connect_request(engine, &copy);
+        return;
+    }
+    rdma_ack_cm_event(event);
+    if (!copy.id || !copy.id->context)
+        return;
+    if (*(enum gfr_cm_ctx_kind *)copy.id->context == GFR_CM_CTX_LISTENER) {
+        if (copy.event == RDMA_CM_EVENT_DEVICE_REMOVAL)
+            gfr_rdma_log("the device under a listener was removed; it accepts "
+                         "no more connections");
+        return;
+    }
+    on_conn_event(engine, &copy);
+}
+
+/* Engine destruction, on the CM thread (the only one that frees
+ * connections, so walking the list here is safe). */
+static int
+disconnect_all(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_conn *conn;
+    struct gfr_rdma_conn *tmp;
+    int live = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry_safe(conn, tmp, &engine->conns, link) {
+        live++;
+        if (conn->state == GFR_CONN_DISCONNECTING)
+            continue;
+        pthread_mutex_unlock(&engine->lock);
+        gfr_rdma_conn_fail(conn, 0);
+        /* Never connected on the wire: no DISCONNECTED will come. */
+        if (!conn->was_connected)
+            gfr_rdma_conn_cm_done(conn);
+        pthread_mutex_lock(&engine->lock);
+        tmp = cds_list_entry(engine->conns.next, struct gfr_rdma_conn, link);
+    }
+    pthread_mutex_unlock(&engine->lock);
+    return live;
+}
+
+static void *
+cm_main(void *arg)
+{
+    struct gfr_rdma *engine = arg;
+    struct pollfd pfds[2] = {{.fd = engine->channel->fd, .events = POLLIN},
+                             {.fd = engine->wake_fd, .events = POLLIN}};
+
+    while (!uatomic_read(&engine->stopping)) {
+        if (uatomic_read(&engine->destroying) && disconnect_all(engine) == 0)
+            break;
+        if (poll(pfds, 2, 100) <= 0)
+            continue;
+        if (pfds[0].revents & POLLIN)
+            handle_cm_event(engine);
+        if (pfds[1].revents & POLLIN) {
+            uint64_t count;
+            if (read(engine->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+                gfr_rdma_log("reading the CM thread's eventfd: %s", strerror(errno));
+        }
+        reap_all(engine);
+    }
+    return NULL;
+}
+
+int
+gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_rdma **enginep)
+{
+    struct gfr_rdma *engine;
+    char why[160];
+    int err;
+
+    if (!opts || !enginep)
+        return -EINVAL;
+    if (gfr_rdma_opts_check(opts, why, sizeof(why)) != 0) {
+        gfr_rdma_log("bad options: %s", why);
+        return -EINVAL;
+    }
+    engine = calloc(1, sizeof(*engine));
+    if (!engine)
+        return -ENOMEM;
+    engine->opts = *opts;
+    pthread_mutex_init(&engine->lock, NULL);
+    CDS_INIT_LIST_HEAD(&engine->devices);
+    CDS_INIT_LIST_HEAD(&engine->conns);
+    CDS_INIT_LIST_HEAD(&engine->listeners);
+    CDS_INIT_LIST_HEAD(&engine->reap);
+    engine->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    engine->channel = rdma_create_event_channel();
+    if (engine->wake_fd < 0 || !engine->channel) {
+        err = engine->channel ? -errno : -ENODEV;
+        gfr_rdma_log("cannot open the RDMA CM (%s): is rdma_ucm loaded and an RDMA "
+                     "device present?", strerror(-err));
+        goto fail;
+    }
+    err = -pthread_create(&engine->cm_thread, NULL, cm_main, engine);
+    if (err)
+        goto fail;
+    pthread_setname_np(engine->cm_thread, "gfr-cm");
+    *enginep = engine;
+    return 0;
+fail:
+    if (engine->channel)
+        rdma_destroy_event_channel(engine->channel);
+    if (engine->wake_fd >= 0)
+        close(engine->wake_fd);
+    free(engine);
+    return err;
+}
+
+int
+gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlog,
+                gfr_rdma_accept_fn accept, void *cb_arg,
+                struct gfr_rdma_listener **listenerp)
+{
+    struct gfr_rdma_listener *listener;
+    int err;
+
+    if (!engine || !addr || !accept || !listenerp)
+        return -EINVAL;
+    listener = calloc(1, sizeof(*listener));
+    if (!listener)
+        return -ENOMEM;
+    listener->kind = GFR_CM_CTX_LISTENER;
+    listener->engine = engine;
+    listener->accept = accept;
+    listener->cb_arg = cb_arg;
+    if (rdma_create_id(engine->channel, &listener->id, listener, RDMA_PS_TCP) != 0 ||
+        rdma_bind_addr(listener->id, (struct sockaddr *)addr) != 0 ||
+        rdma_listen(listener->id, backlog) != 0) {
+        err = -errno;
+        gfr_rdma_log("cannot listen: %s", strerror(-err));
+        if (listener->id)
+            rdma_destroy_id(listener->id);
+        free(listener);
+        return err;
+    }
+    pthread_mutex_lock(&engine->lock);
+    cds_list_add_tail(&listener->link, &engine->listeners);
+    pthread_mutex_unlock(&engine->lock);
+    *listenerp = listener;
+    return 0;
+}
+
+int
+gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
+                 const struct sockaddr *src, const struct gfr_rdma_conn_ops *ops,
+                 void *cb_arg, struct gfr_rdma_conn **connp)
+{
+    struct gfr_rdma_conn *conn;
+    int err;
+
+    if (!engine || !dst || !ops || !ops->received || !ops->disconnected || !connp)
+        return -EINVAL;
+    conn = gfr_rdma_conn_new(engine);
+    if (!conn)
+        return -ENOMEM;
+    conn->ops = ops;
+    conn->cb_arg = cb_arg;
+    conn->state = GFR_CONN_RESOLVING_ADDR;
+    if (rdma_create_id(engine->channel, &conn->id, conn, RDMA_PS_TCP) != 0) {
+        err = -errno;
+        gfr_rdma_log("rdma_create_id failed: %s", strerror(-err));
+        pthread_mutex_lock(&engine->lock);
+        cds_list_del(&conn->link);
+        pthread_mutex_unlock(&engine->lock);
+        free(conn);
+        return err;
+    }
+    *connp = conn;
+    if (rdma_resolve_addr(conn->id, (struct sockaddr *)src, (struct sockaddr *)dst,
+                          (int)engine->opts.connect_timeout_ms) != 0) {
+        err = -errno;
+        gfr_rdma_log("rdma_resolve_addr failed: %s", strerror(-err));
+        /* Reported through disconnected, like every other failure. */
+        conn_abort(conn, err);
+    }
+    return 0;
+}
+
+void
+gfr_rdma_destroy(struct gfr_rdma *engine)
+{
+    uint64_t one = 1;
+
+    if (!engine)
+        return;
+    /* The CM thread disconnects every connection, reaps them as their
+     * work requests flush and their CM events end, then exits. */
+    uatomic_set(&engine->destroying, 1);
+    if (write(engine->wake_fd, &one, sizeof(one)) != sizeof(one))
+        gfr_rdma_log("cannot wake the CM thread: %s", strerror(errno));
+    pthread_join(engine->cm_thread, NULL);
+    while (!cds_list_empty(&engine->listeners)) {
+        struct gfr_rdma_listener *l = cds_list_first_entry(&engine->listeners,
+                                                           struct gfr_rdma_listener, link);
+        cds_list_del(&l->link);
+        rdma_destroy_id(l->id);
+        free(l);
+    }
+    gfr_rdma_dev_destroy_all(engine);
+    rdma_destroy_event_channel(engine->channel);
+    close(engine->wake_fd);
+    pthread_mutex_destroy(&engine->lock);
+    free(engine);
+}
