@@ -6,8 +6,9 @@
  * built and what is planned (bulk transfers, SRQ, pool dispatch).
  *
  * Threads: one CM thread per engine runs connected/disconnected callbacks
- * and accept decisions; one poller thread per device runs received
- * callbacks.  Functions return 0 or a negative errno.  Ownership: the
+ * and accept decisions; received runs in the worker pool or, with
+ * dispatch=inline, on the device's poller thread.  disconnected comes after
+ * every received callback of the connection has returned.  Functions return 0 or a negative errno.  Ownership: the
  * engine owns connections and listeners; a connection stays valid until its
  * disconnected callback has returned (called exactly once, also when a
  * connect attempt fails).
@@ -18,6 +19,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "gfr_pool.h"
 #include "gfr_rdma_opts.h"
 
 struct gfr_rdma;
@@ -46,7 +48,15 @@ typedef int (*gfr_rdma_accept_fn)(struct gfr_rdma_listener *listener,
                                   const struct gfr_rdma_conn_ops **ops,
                                   void **conn_cb_arg);
 
-int gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_rdma **engine);
+/*
+ * Creates an engine.  With dispatch=pool, received messages are copied out
+ * of their receive buffer (which is reposted at once) and handled by a job
+ * in pool, one pool client per connection; pool must then not be NULL and
+ * must outlive the engine.  With dispatch=inline, pool is ignored and
+ * received runs on the poller thread.
+ */
+int gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
+                    struct gfr_rdma **engine);
 
 /* Disconnects every connection (their callbacks run), closes listeners,
  * joins the threads and frees everything.  Not from an engine thread. */

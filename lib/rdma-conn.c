@@ -96,6 +96,11 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
 
     conn->nrecv = engine->opts.credits;
     conn->nsend = engine->opts.credits;
+    if (engine->pool) {
+        err = gfr_pool_client_create(engine->pool, &conn->pool_client);
+        if (err)
+            return err;
+    }
     err = gfr_rdma_dev_get(engine, conn->id->verbs, cq_entries(conn), &conn->dev);
     if (err)
         return err;
@@ -388,6 +393,48 @@ wr_done(struct gfr_rdma_conn *conn)
 }
 
 static void
+run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
+{
+    struct gfr_rdma_delivery *d = caa_container_of(job, struct gfr_rdma_delivery, job);
+    struct gfr_rdma_conn *conn = d->conn;
+
+    /* A pool being destroyed cancels: the message dies with the process. */
+    if (status == 0)
+        conn->ops->received(conn, d->data, d->len, conn->cb_arg);
+    free(d);
+    wr_done(conn);
+}
+
+/*
+ * Hands a copy of the payload to the pool, so the receive buffer can be
+ * reposted at once however slow the handler.  The delivery counts as
+ * outstanding: the connection cannot be reaped (nor disconnected called)
+ * before it has been handled.  Without memory, the message is handled
+ * inline instead of dropped.
+ */
+static void
+dispatch_to_pool(struct gfr_rdma_conn *conn, const void *payload, size_t len)
+{
+    struct gfr_rdma_delivery *d = malloc(sizeof(*d) + len);
+
+    if (!d) {
+        conn->ops->received(conn, payload, len, conn->cb_arg);
+        return;
+    }
+    d->conn = conn;
+    d->len = len;
+    memcpy(d->data, payload, len);
+    gfr_pool_job_init(&d->job, run_delivery, NULL);
+    uatomic_inc(&conn->outstanding);
+    if (gfr_pool_submit(conn->engine->pool, &d->job, conn->pool_client,
+                        GFR_POOL_PRIO_NORMAL) != 0) {
+        uatomic_dec(&conn->outstanding);
+        free(d);
+        conn->ops->received(conn, payload, len, conn->cb_arg);
+    }
+}
+
+static void
 handle_recv(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, struct ibv_wc *wc)
 {
     const uint8_t *buf = conn->recv_buf + (size_t)ctx->slot * conn->engine->opts.inline_max;
@@ -421,7 +468,10 @@ handle_recv(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, struct ibv_wc *
         return;
     }
     if (msg.hdr.type == GFR_WIRE_MSG) {
-        conn->ops->received(conn, msg.payload, msg.hdr.inline_len, conn->cb_arg);
+        if (conn->pool_client)
+            dispatch_to_pool(conn, msg.payload, msg.hdr.inline_len);
+        else
+            conn->ops->received(conn, msg.payload, msg.hdr.inline_len, conn->cb_arg);
         pthread_mutex_lock(&conn->lock);
         conn->stats.received++;
         pthread_mutex_unlock(&conn->lock);
@@ -484,6 +534,8 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
         gfr_rdma_dev_put(conn->dev, cq_entries(conn));
     if (conn->id)
         rdma_destroy_id(conn->id);
+    if (conn->pool_client)
+        gfr_pool_client_release(conn->pool_client);
     free(conn->recv_buf);
     free(conn->send_buf);
     free(conn->recv_wr);

@@ -311,7 +311,8 @@ cm_main(void *arg)
 }
 
 int
-gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_rdma **enginep)
+gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
+                struct gfr_rdma **enginep)
 {
     struct gfr_rdma *engine;
     char why[160];
@@ -323,10 +324,15 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_rdma **enginep)
         gfr_rdma_log("bad options: %s", why);
         return -EINVAL;
     }
+    if (opts->dispatch == GFR_DISPATCH_POOL && !pool) {
+        gfr_rdma_log("bad options: dispatch=pool needs a worker pool");
+        return -EINVAL;
+    }
     engine = calloc(1, sizeof(*engine));
     if (!engine)
         return -ENOMEM;
     engine->opts = *opts;
+    engine->pool = opts->dispatch == GFR_DISPATCH_POOL ? pool : NULL;
     pthread_mutex_init(&engine->lock, NULL);
     CDS_INIT_LIST_HEAD(&engine->devices);
     CDS_INIT_LIST_HEAD(&engine->conns);

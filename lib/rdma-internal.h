@@ -5,8 +5,8 @@
  *    engine->lock;
  *  - a connection's send side (slots, pending queue, credits) and state:
  *    under conn->lock;
- *  - conn->outstanding (work requests posted and not completed):
- *    uatomic; a connection is freed only by the CM thread, once no CM
+ *  - conn->outstanding (work requests posted and not completed, and
+ *    messages handed to the pool and not yet handled): uatomic; a connection is freed only by the CM thread, once no CM
  *    event can come for it (cm_done) and outstanding is 0, so a poller
  *    handling a completion always sees a live connection;
  *  - CM events are handled only on the CM thread, which also runs every
@@ -106,6 +106,16 @@ struct gfr_rdma_conn {
     int reason;       /* for disconnected */
     int was_connected;
     int is_server;
+    struct gfr_pool_client *pool_client; /* dispatch=pool */
+};
+
+/* A received message on its way through the worker pool: a copy of the
+ * payload, and one unit of conn->outstanding until it has been handled. */
+struct gfr_rdma_delivery {
+    struct gfr_pool_job job;
+    struct gfr_rdma_conn *conn;
+    size_t len;
+    uint8_t data[];
 };
 
 struct gfr_rdma_listener {
@@ -119,6 +129,7 @@ struct gfr_rdma_listener {
 
 struct gfr_rdma {
     struct gfr_rdma_opts opts;
+    struct gfr_pool *pool; /* dispatch=pool, else NULL */
     struct rdma_event_channel *channel;
     int wake_fd; /* eventfd: the reap list has work */
     pthread_t cm_thread;

@@ -10,7 +10,8 @@
  *       payload) in bursts of BURST without waiting, checks every echo byte
  *       by byte, disconnects; exits 0 when all were verified
  *
- * Options (-o) are the engine's (lib/gfr_rdma_opts.h), e.g. -o credits=4.
+ * Options (-o) are the engine's (lib/gfr_rdma_opts.h), e.g. -o credits=4
+ * or -o dispatch=inline (the default hands messages to a gfr_pool).
  * Every wait is bounded; a failure says what failed and exits 1.
  */
 #define _GNU_SOURCE
@@ -261,6 +262,8 @@ int
 main(int argc, char **argv)
 {
     struct gfr_rdma_opts opts;
+    struct gfr_pool_opts pool_opts;
+    struct gfr_pool *pool;
     struct gfr_rdma *engine;
     unsigned long count = 1000;
     unsigned burst = 1;
@@ -268,7 +271,6 @@ main(int argc, char **argv)
     int rc;
 
     gfr_rdma_opts_init(&opts);
-    opts.dispatch = GFR_DISPATCH_INLINE;
     while ((opt = getopt(argc, argv, "n:b:o:")) != -1) {
         char why[160];
         char *eq;
@@ -292,7 +294,11 @@ main(int argc, char **argv)
     }
     if (argc - optind < 3 || burst == 0)
         return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND [-n N] [-b B] [-o k=v]");
-    if (gfr_rdma_create(&opts, &engine) != 0)
+    gfr_pool_opts_init(&pool_opts);
+    pool_opts.name = "et-pool";
+    if (gfr_pool_create(&pool_opts, &pool) != 0)
+        return die("cannot create the worker pool");
+    if (gfr_rdma_create(&opts, pool, &engine) != 0)
         return die("cannot create the engine");
     if (strcmp(argv[optind], "server") == 0)
         rc = run_server(engine, argv[optind + 1], argv[optind + 2]);
@@ -302,5 +308,6 @@ main(int argc, char **argv)
     else
         rc = die("first argument: server or client");
     gfr_rdma_destroy(engine);
+    gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN);
     return rc;
 }
