@@ -2,13 +2,17 @@
 /*
  * engine-test: drives lib/'s RDMA engine over soft-RoCE.
  *
- *   engine-test server ADDR PORT [-o key=value]...
- *       accepts one connection, echoes every message back with its bytes
- *       inverted, exits 0 after an orderly disconnect
- *   engine-test client ADDR PORT BINDADDR [-n COUNT] [-b BURST] [-o key=value]...
- *       sends COUNT messages of pseudo-random sizes (1 byte to the maximum
- *       payload) in bursts of BURST without waiting, checks every echo byte
- *       by byte, disconnects; exits 0 when all were verified
+ *   engine-test server ADDR PORT [-c CONNS] [-o key=value]...
+ *       accepts CONNS connections (default 1), echoes every message back
+ *       with its bytes inverted, exits 0 once all have disconnected in order
+ *   engine-test client ADDR PORT BINDADDR [-c CONNS] [-n COUNT] [-b BURST]
+ *                      [-o key=value]...
+ *       opens CONNS connections at once; on each, sends COUNT messages of
+ *       pseudo-random sizes (4 bytes to the maximum payload) in bursts of
+ *       BURST without waiting, checks every echo byte by byte, disconnects;
+ *       exits 0 when all were verified, 2 when a connection could not be
+ *       established, 3 when the peer went away and every connection
+ *       reported it exactly once
  *
  * Options (-o) are the engine's (lib/gfr_rdma_opts.h), e.g. -o credits=4
  * or -o dispatch=inline (the default hands messages to a gfr_pool).
@@ -29,19 +33,24 @@
 
 #define WAIT_MS 60000
 
-struct state {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
+/* One connection's view, the cb_arg of its callbacks. */
+struct peer {
+    struct gfr_rdma_conn *conn;
+    unsigned long received;
+    unsigned long bad;
     int connected;
     int disconnected;
     int reason;
-    unsigned long received;
-    unsigned long bad;
-    struct gfr_rdma_conn *conn;
-    int is_server;
 };
 
-static struct state st = {
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int is_server;
+    unsigned accepted;
+    unsigned disconnected;
+    struct peer peers[1024];
+} st = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
 };
@@ -55,9 +64,10 @@ pattern(uint32_t seq, size_t i)
 static void
 on_connected(struct gfr_rdma_conn *conn, void *cb_arg)
 {
+    struct peer *peer = cb_arg;
+
     pthread_mutex_lock(&st.lock);
-    st.connected = 1;
-    st.conn = conn;
+    peer->connected = 1;
     pthread_cond_broadcast(&st.cond);
     pthread_mutex_unlock(&st.lock);
 }
@@ -65,7 +75,9 @@ on_connected(struct gfr_rdma_conn *conn, void *cb_arg)
 static void
 on_received(struct gfr_rdma_conn *conn, const void *data, size_t len, void *cb_arg)
 {
+    struct peer *peer = cb_arg;
     const uint8_t *p = data;
+    int ok = 1;
 
     if (st.is_server) {
         uint8_t *echo = malloc(len);
@@ -74,15 +86,15 @@ on_received(struct gfr_rdma_conn *conn, const void *data, size_t len, void *cb_a
         if (!echo)
             abort();
         for (size_t i = 0; i < len; i++)
-            echo[i] = (uint8_t)~p[i];
+            echo[i] = (uint8_t)(p[i] ^ 0xffu);
         err = gfr_rdma_send(conn, echo, len);
         free(echo);
         if (err)
             fprintf(stderr, "engine-test: server: echo failed: %s\n", strerror(-err));
     } else {
         uint32_t seq;
-        int ok = len >= 4;
 
+        ok = len >= 4;
         if (ok) {
             memcpy(&seq, p, 4);
             seq = ~seq;
@@ -93,13 +105,11 @@ on_received(struct gfr_rdma_conn *conn, const void *data, size_t len, void *cb_a
                 ok = got == want;
             }
         }
-        pthread_mutex_lock(&st.lock);
-        if (!ok)
-            st.bad++;
-        pthread_mutex_unlock(&st.lock);
     }
     pthread_mutex_lock(&st.lock);
-    st.received++;
+    if (!ok)
+        peer->bad++;
+    peer->received++;
     pthread_cond_broadcast(&st.cond);
     pthread_mutex_unlock(&st.lock);
 }
@@ -107,10 +117,12 @@ on_received(struct gfr_rdma_conn *conn, const void *data, size_t len, void *cb_a
 static void
 on_disconnected(struct gfr_rdma_conn *conn, int reason, void *cb_arg)
 {
+    struct peer *peer = cb_arg;
+
     pthread_mutex_lock(&st.lock);
+    peer->disconnected++;
+    peer->reason = reason;
     st.disconnected++;
-    st.reason = reason;
-    st.conn = NULL;
     pthread_cond_broadcast(&st.cond);
     pthread_mutex_unlock(&st.lock);
 }
@@ -125,8 +137,18 @@ static int
 accept_one(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_arg,
            const struct gfr_rdma_conn_ops **conn_ops, void **conn_cb_arg)
 {
+    struct peer *peer;
+
+    pthread_mutex_lock(&st.lock);
+    if (st.accepted >= sizeof(st.peers) / sizeof(st.peers[0])) {
+        pthread_mutex_unlock(&st.lock);
+        return -ENOSPC;
+    }
+    peer = &st.peers[st.accepted++];
+    peer->conn = conn;
+    pthread_mutex_unlock(&st.lock);
     *conn_ops = &ops;
-    *conn_cb_arg = NULL;
+    *conn_cb_arg = peer;
     return 0;
 }
 
@@ -163,99 +185,157 @@ die(const char *what)
 }
 
 static int
-run_server(struct gfr_rdma *engine, const char *addr, const char *port)
+run_server(struct gfr_rdma *engine, const char *addr, const char *port,
+           unsigned conns)
 {
     struct sockaddr_storage ss;
     struct gfr_rdma_listener *listener;
+    unsigned long echoed = 0;
+    int bad_reasons = 0;
     int err;
 
     st.is_server = 1;
     if (parse_addr(addr, port, &ss))
         return die("server: bad address");
-    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 16, accept_one, NULL, &listener);
+    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_one, NULL, &listener);
     if (err)
         return die("server: listen failed");
     printf("engine-test: server: listening on %s port %s\n", addr, port);
     fflush(stdout);
     pthread_mutex_lock(&st.lock);
-    err = WAIT_FOR(st.disconnected > 0);
+    err = WAIT_FOR(st.disconnected >= conns);
+    for (unsigned i = 0; i < st.accepted; i++) {
+        echoed += st.peers[i].received;
+        if (st.peers[i].reason != 0 || st.peers[i].disconnected != 1)
+            bad_reasons++;
+    }
     pthread_mutex_unlock(&st.lock);
     if (err)
-        return die("server: no client came and went within the time limit");
-    printf("engine-test: server: echoed %lu messages, disconnected with reason %d\n",
-           st.received, st.reason);
-    return st.reason == 0 ? 0 : 1;
+        return die("server: the clients did not come and go within the time limit");
+    printf("engine-test: server: %u connections, echoed %lu messages, %d ended badly\n",
+           st.accepted, echoed, bad_reasons);
+    return bad_reasons == 0 ? 0 : 1;
+}
+
+static int
+send_burst(struct peer *peer, uint8_t *buf, size_t max, unsigned long first,
+           unsigned long n)
+{
+    for (unsigned long k = first; k < first + n; k++) {
+        size_t len = 4 + (size_t)rand() % (max - 3);
+        uint32_t seq = (uint32_t)k;
+        int err;
+
+        if (len > max)
+            len = max;
+        memcpy(buf, &seq, 4);
+        for (size_t i = 4; i < len; i++)
+            buf[i] = pattern(seq, i);
+        err = gfr_rdma_send(peer->conn, buf, len);
+        if (err) {
+            fprintf(stderr, "engine-test: client: send %lu failed: %s\n", k,
+                    strerror(-err));
+            return err;
+        }
+    }
+    return 0;
 }
 
 static int
 run_client(struct gfr_rdma *engine, const char *addr, const char *port,
-           const char *bind_addr, unsigned long count, unsigned burst)
+           const char *bind_addr, unsigned conns, unsigned long count,
+           unsigned burst)
 {
     struct sockaddr_storage dst;
     struct sockaddr_storage src;
-    struct gfr_rdma_conn *conn;
     struct gfr_rdma_conn_stats stats;
+    unsigned long queued = 0, updates = 0, received = 0, bad = 0;
     uint8_t *buf;
     size_t max;
     unsigned long sent = 0;
-    int err;
+    int err = 0;
 
     if (parse_addr(addr, port, &dst) || parse_addr(bind_addr, "0", &src))
         return die("client: bad address");
-    err = gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src,
-                           &ops, NULL, &conn);
-    if (err)
-        return die("client: connect failed");
-    pthread_mutex_lock(&st.lock);
-    err = WAIT_FOR(st.connected || st.disconnected);
-    pthread_mutex_unlock(&st.lock);
-    if (err || !st.connected) {
-        fprintf(stderr, "engine-test: client: not connected (reason %d: %s)\n",
-                st.reason, strerror(-st.reason));
-        return 2;
+    for (unsigned c = 0; c < conns; c++) {
+        err = gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src,
+                               &ops, &st.peers[c], &st.peers[c].conn);
+        if (err)
+            return die("client: connect failed");
     }
-    max = gfr_rdma_max_payload(conn);
+    for (unsigned c = 0; c < conns; c++) {
+        struct peer *peer = &st.peers[c];
+
+        pthread_mutex_lock(&st.lock);
+        err = WAIT_FOR(peer->connected || peer->disconnected);
+        pthread_mutex_unlock(&st.lock);
+        if (err || !peer->connected) {
+            fprintf(stderr, "engine-test: client: connection %u not established "
+                            "(reason %d: %s)\n", c, peer->reason, strerror(-peer->reason));
+            return 2;
+        }
+    }
+    max = gfr_rdma_max_payload(st.peers[0].conn);
     buf = malloc(max);
     if (!buf)
         return die("client: out of memory");
     srand(7);
-    while (sent < count) {
-        for (unsigned b = 0; b < burst && sent < count; b++, sent++) {
-            size_t len = 4 + (size_t)rand() % (max - 3);
-            uint32_t seq = (uint32_t)sent;
+    while (sent < count && !err) {
+        unsigned long n = count - sent < burst ? count - sent : burst;
 
-            if (len > max)
-                len = max;
-            memcpy(buf, &seq, 4);
-            for (size_t i = 4; i < len; i++)
-                buf[i] = pattern(seq, i);
-            err = gfr_rdma_send(conn, buf, len);
-            if (err) {
-                fprintf(stderr, "engine-test: client: send %lu failed: %s\n", sent,
-                        strerror(-err));
-                return 1;
-            }
+        for (unsigned c = 0; c < conns && !err; c++)
+            err = send_burst(&st.peers[c], buf, max, sent, n);
+        sent += n;
+        for (unsigned c = 0; c < conns && !err; c++) {
+            struct peer *peer = &st.peers[c];
+
+            pthread_mutex_lock(&st.lock);
+            err = WAIT_FOR(peer->received >= sent || peer->disconnected);
+            if (!err && peer->disconnected)
+                err = -ECONNRESET;
+            pthread_mutex_unlock(&st.lock);
         }
-        pthread_mutex_lock(&st.lock);
-        err = WAIT_FOR(st.received >= sent || st.disconnected);
-        pthread_mutex_unlock(&st.lock);
-        if (err || st.disconnected)
-            return die("client: echoes stopped coming");
     }
-    gfr_rdma_conn_stats(conn, &stats);
     free(buf);
-    gfr_rdma_disconnect(conn);
+    if (err) {
+        int once = 1;
+
+        /* The peer went away mid-stream: every connection must report it
+         * exactly once, within the time limit. */
+        pthread_mutex_lock(&st.lock);
+        err = WAIT_FOR(st.disconnected >= conns);
+        for (unsigned c = 0; c < conns; c++) {
+            if (st.peers[c].disconnected != 1)
+                once = 0;
+            fprintf(stderr, "engine-test: client: connection %u disconnected %d time(s), "
+                            "reason %d, after %lu echoes\n", c, st.peers[c].disconnected,
+                    st.peers[c].reason, st.peers[c].received);
+        }
+        pthread_mutex_unlock(&st.lock);
+        fprintf(stderr, "engine-test: client: echoes stopped coming\n");
+        return !err && once ? 3 : 1;
+    }
+    for (unsigned c = 0; c < conns; c++) {
+        gfr_rdma_conn_stats(st.peers[c].conn, &stats);
+        queued += stats.queued_for_credits;
+        updates += stats.credit_updates;
+        gfr_rdma_disconnect(st.peers[c].conn);
+    }
     pthread_mutex_lock(&st.lock);
-    err = WAIT_FOR(st.disconnected > 0);
+    err = WAIT_FOR(st.disconnected >= conns);
+    for (unsigned c = 0; c < conns; c++) {
+        received += st.peers[c].received;
+        bad += st.peers[c].bad;
+        if (st.peers[c].reason != 0 || st.peers[c].disconnected != 1)
+            bad++;
+    }
     pthread_mutex_unlock(&st.lock);
     if (err)
-        return die("client: the disconnect did not complete");
-    printf("engine-test: client: %lu messages of 4..%zu bytes verified both ways, "
-           "%lu bad; %lu sends waited for credits, %lu credit updates; "
-           "disconnect reason %d\n",
-           st.received, max, st.bad, stats.queued_for_credits, stats.credit_updates,
-           st.reason);
-    return st.bad == 0 && st.received == count && st.reason == 0 ? 0 : 1;
+        return die("client: the disconnects did not complete");
+    printf("engine-test: client: %u connections, %lu messages of 4..%zu bytes verified "
+           "both ways, %lu bad; %lu sends waited for credits, %lu credit updates\n",
+           conns, received, max, bad, queued, updates);
+    return bad == 0 && received == count * conns ? 0 : 1;
 }
 
 int
@@ -267,16 +347,18 @@ main(int argc, char **argv)
     struct gfr_rdma *engine;
     unsigned long count = 1000;
     unsigned burst = 1;
+    unsigned conns = 1;
     int opt;
     int rc;
 
     gfr_rdma_opts_init(&opts);
-    while ((opt = getopt(argc, argv, "n:b:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:b:o:")) != -1) {
         char why[160];
         char *eq;
 
         switch (opt) {
         case 'n': count = strtoul(optarg, NULL, 10); break;
+        case 'c': conns = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'b': burst = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'o':
             eq = strchr(optarg, '=');
@@ -289,11 +371,13 @@ main(int argc, char **argv)
             }
             break;
         default:
-            return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND [-n N] [-b B] [-o k=v]");
+            return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND "
+                       "[-c CONNS] [-n N] [-b B] [-o k=v]");
         }
     }
-    if (argc - optind < 3 || burst == 0)
-        return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND [-n N] [-b B] [-o k=v]");
+    if (argc - optind < 3 || burst == 0 || conns == 0 || conns > 1024)
+        return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND "
+                   "[-c CONNS] [-n N] [-b B] [-o k=v]");
     gfr_pool_opts_init(&pool_opts);
     pool_opts.name = "et-pool";
     if (gfr_pool_create(&pool_opts, &pool) != 0)
@@ -301,10 +385,10 @@ main(int argc, char **argv)
     if (gfr_rdma_create(&opts, pool, &engine) != 0)
         return die("cannot create the engine");
     if (strcmp(argv[optind], "server") == 0)
-        rc = run_server(engine, argv[optind + 1], argv[optind + 2]);
+        rc = run_server(engine, argv[optind + 1], argv[optind + 2], conns);
     else if (strcmp(argv[optind], "client") == 0 && argc - optind >= 4)
         rc = run_client(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3],
-                        count, burst);
+                        conns, count, burst);
     else
         rc = die("first argument: server or client");
     gfr_rdma_destroy(engine);

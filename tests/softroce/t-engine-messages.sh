@@ -3,7 +3,8 @@
 # payload, every byte checked both ways, handled in the worker pool and
 # then inline on the poller; then 2000 messages in bursts of 64 with 4
 # credits, so that senders run out of credits, queue, and are released by
-# credit updates without overrunning or dropping anything.
+# credit updates without overrunning or dropping anything; then 64
+# connections at once, 50 messages each.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
@@ -35,4 +36,5 @@ cat "$out.burst"
 grep -q "[1-9][0-9]* sends waited for credits" "$out.burst" ||
 	{ echo "t-engine-messages: no send ever waited for credits: the test did not test them"; exit 1; }
 rm -f "$out.burst"
-fabric_check "$before" 3000
+run 20095 -c 64 -n 50 -b 10 -o credits=16 || exit 1
+fabric_check "$before" 6000
