@@ -8,7 +8,11 @@
  * Threads: one CM thread per engine runs connected/disconnected callbacks
  * and accept decisions; received runs in the worker pool or, with
  * dispatch=inline, on the device's poller thread.  disconnected comes after
- * every received callback of the connection has returned.  Functions return 0 or a negative errno.  Ownership: the
+ * every received callback of the connection has returned.
+ *
+ * A connection handle stays valid, whatever happens to the connection,
+ * until its owner calls gfr_rdma_conn_release (after disconnected, or
+ * inside it); calls on a dead connection return -ENOTCONN.  Functions return 0 or a negative errno.  Ownership: the
  * engine owns connections and listeners; a connection stays valid until its
  * disconnected callback has returned (called exactly once, also when a
  * connect attempt fails).
@@ -87,6 +91,13 @@ int gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len);
 
 /* Starts an orderly disconnect; disconnected follows.  Any thread. */
 int gfr_rdma_disconnect(struct gfr_rdma_conn *conn);
+
+/*
+ * The owner is done with the handle (from disconnected, or after it).  The
+ * engine frees the connection once it has been disconnected and released;
+ * gfr_rdma_destroy frees connections nobody released.
+ */
+void gfr_rdma_conn_release(struct gfr_rdma_conn *conn);
 
 /* Counters of one connection, for tests and statistics. */
 struct gfr_rdma_conn_stats {

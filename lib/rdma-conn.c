@@ -17,6 +17,8 @@
 
 #include "rdma-internal.h"
 
+static void wr_done(struct gfr_rdma_conn *conn);
+
 void
 gfr_rdma_log(const char *fmt, ...)
 {
@@ -48,6 +50,7 @@ gfr_rdma_conn_new(struct gfr_rdma *engine)
         return NULL;
     conn->kind = GFR_CM_CTX_CONN;
     conn->engine = engine;
+    conn->outstanding = 1; /* the CM side's reference */
     pthread_mutex_init(&conn->lock, NULL);
     CDS_INIT_LIST_HEAD(&conn->pending);
     pthread_mutex_lock(&engine->lock);
@@ -331,20 +334,16 @@ flush_qp(struct gfr_rdma_conn *conn)
 void
 gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
 {
-    int first;
-
+    /* Under the lock: finalize clears id and qp under it too. */
     pthread_mutex_lock(&conn->lock);
-    first = conn->state != GFR_CONN_DISCONNECTING;
-    if (first) {
+    if (conn->state != GFR_CONN_DISCONNECTING) {
         conn->state = GFR_CONN_DISCONNECTING;
         conn->reason = reason;
+        if (conn->id && conn->was_connected)
+            rdma_disconnect(conn->id);
+        flush_qp(conn);
     }
     pthread_mutex_unlock(&conn->lock);
-    if (!first)
-        return;
-    if (conn->id && conn->was_connected)
-        rdma_disconnect(conn->id);
-    flush_qp(conn);
 }
 
 int
@@ -371,25 +370,25 @@ gfr_rdma_queue_reap(struct gfr_rdma_conn *conn)
         gfr_rdma_log("cannot wake the CM thread: %s", strerror(errno));
 }
 
-/* The CM side is over (CM thread): reap once nothing is outstanding. */
+/*
+ * The CM side is over (CM thread): drop its reference.  `outstanding` holds
+ * one reference for the CM side until then, one per posted work request
+ * and one per pool delivery; whoever drops the last queues the connection
+ * for reaping and is the last to touch it.
+ */
 void
 gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn)
 {
-    uatomic_set(&conn->cm_done, 1);
-    cmm_smp_mb();
-    if (uatomic_read(&conn->outstanding) == 0)
-        gfr_rdma_queue_reap(conn);
+    if (uatomic_xchg(&conn->cm_done, 1) == 0)
+        wr_done(conn);
 }
 
-/* The last touch of a completion: the connection may be reaped after it. */
+/* Drops one reference; see gfr_rdma_conn_cm_done. */
 static void
 wr_done(struct gfr_rdma_conn *conn)
 {
-    if (uatomic_sub_return(&conn->outstanding, 1) == 0) {
-        cmm_smp_mb();
-        if (uatomic_read(&conn->cm_done))
-            gfr_rdma_queue_reap(conn);
-    }
+    if (uatomic_sub_return(&conn->outstanding, 1) == 0)
+        gfr_rdma_queue_reap(conn);
 }
 
 static void
@@ -506,11 +505,19 @@ gfr_rdma_conn_complete(struct ibv_wc *wc)
     wr_done(conn);
 }
 
-/* CM thread only, once cm_done and nothing outstanding. */
+static void
+conn_free(struct gfr_rdma_conn *conn)
+{
+    pthread_mutex_destroy(&conn->lock);
+    free(conn);
+}
+
+/* CM thread only, once the last reference is gone. */
 void
 gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
 {
     struct gfr_rdma *engine = conn->engine;
+    int release;
 
     pthread_mutex_lock(&engine->lock);
     cds_list_del(&conn->link);
@@ -518,6 +525,11 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
 
     if (conn->ops && conn->ops->disconnected)
         conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
+    else if (!conn->ops)
+        conn->released = 1; /* never handed to an owner */
+
+    pthread_mutex_lock(&conn->lock);
+    conn->state = GFR_CONN_DISCONNECTING;
     while (!cds_list_empty(&conn->pending)) {
         struct gfr_rdma_pending *p =
             cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
@@ -526,6 +538,7 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     }
     if (conn->qp)
         rdma_destroy_qp(conn->id);
+    conn->qp = NULL;
     if (conn->recv_mr)
         ibv_dereg_mr(conn->recv_mr);
     if (conn->send_mr)
@@ -534,6 +547,7 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
         gfr_rdma_dev_put(conn->dev, cq_entries(conn));
     if (conn->id)
         rdma_destroy_id(conn->id);
+    conn->id = NULL;
     if (conn->pool_client)
         gfr_pool_client_release(conn->pool_client);
     free(conn->recv_buf);
@@ -541,6 +555,48 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     free(conn->recv_wr);
     free(conn->send_wr);
     free(conn->free_slots);
-    pthread_mutex_destroy(&conn->lock);
-    free(conn);
+    conn->recv_buf = conn->send_buf = NULL;
+    conn->recv_wr = conn->send_wr = NULL;
+    conn->free_slots = NULL;
+    conn->nfree = 0;
+    pthread_mutex_unlock(&conn->lock);
+
+    pthread_mutex_lock(&engine->lock);
+    conn->finalized = 1;
+    release = conn->released;
+    if (!release)
+        cds_list_add_tail(&conn->link, &engine->dead);
+    pthread_mutex_unlock(&engine->lock);
+    if (release)
+        conn_free(conn);
+}
+
+void
+gfr_rdma_conn_release(struct gfr_rdma_conn *conn)
+{
+    struct gfr_rdma *engine;
+    int free_now;
+
+    if (!conn)
+        return;
+    engine = conn->engine;
+    pthread_mutex_lock(&engine->lock);
+    conn->released = 1;
+    free_now = conn->finalized;
+    if (free_now)
+        cds_list_del(&conn->link);
+    pthread_mutex_unlock(&engine->lock);
+    if (free_now)
+        conn_free(conn);
+}
+
+void
+gfr_rdma_conn_free_dead(struct gfr_rdma *engine)
+{
+    while (!cds_list_empty(&engine->dead)) {
+        struct gfr_rdma_conn *conn =
+            cds_list_first_entry(&engine->dead, struct gfr_rdma_conn, link);
+        cds_list_del(&conn->link);
+        conn_free(conn);
+    }
 }

@@ -338,6 +338,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     CDS_INIT_LIST_HEAD(&engine->conns);
     CDS_INIT_LIST_HEAD(&engine->listeners);
     CDS_INIT_LIST_HEAD(&engine->reap);
+    CDS_INIT_LIST_HEAD(&engine->dead);
     engine->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     engine->channel = rdma_create_event_channel();
     if (engine->wake_fd < 0 || !engine->channel) {
@@ -451,6 +452,7 @@ gfr_rdma_destroy(struct gfr_rdma *engine)
         rdma_destroy_id(l->id);
         free(l);
     }
+    gfr_rdma_conn_free_dead(engine);
     gfr_rdma_dev_destroy_all(engine);
     rdma_destroy_event_channel(engine->channel);
     close(engine->wake_fd);

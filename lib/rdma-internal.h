@@ -5,10 +5,11 @@
  *    engine->lock;
  *  - a connection's send side (slots, pending queue, credits) and state:
  *    under conn->lock;
- *  - conn->outstanding (work requests posted and not completed, and
- *    messages handed to the pool and not yet handled): uatomic; a connection is freed only by the CM thread, once no CM
- *    event can come for it (cm_done) and outstanding is 0, so a poller
- *    handling a completion always sees a live connection;
+ *  - conn->outstanding: references, uatomic: one for the CM side until no
+ *    CM event can come (cm_done), one per posted work request, one per
+ *    message handed to the pool; the thread that drops the last queues the
+ *    connection for the CM thread to free, so a poller handling a
+ *    completion always sees a live connection;
  *  - CM events are handled only on the CM thread, which also runs every
  *    finalisation, so no event can arrive for a freed connection.
  */
@@ -107,6 +108,8 @@ struct gfr_rdma_conn {
     int was_connected;
     int is_server;
     struct gfr_pool_client *pool_client; /* dispatch=pool */
+    int finalized; /* verbs resources gone; under engine->lock */
+    int released;  /* the owner let go; under engine->lock */
 };
 
 /* A received message on its way through the worker pool: a copy of the
@@ -140,6 +143,7 @@ struct gfr_rdma {
     struct cds_list_head conns;
     struct cds_list_head listeners;
     struct cds_list_head reap;
+    struct cds_list_head dead; /* finalized, not yet released */
 };
 
 /* rdma-device.c */
@@ -159,6 +163,7 @@ void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
 void gfr_rdma_conn_complete(struct ibv_wc *wc);
 void gfr_rdma_queue_reap(struct gfr_rdma_conn *conn);
 

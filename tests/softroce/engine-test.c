@@ -125,6 +125,10 @@ on_disconnected(struct gfr_rdma_conn *conn, int reason, void *cb_arg)
     st.disconnected++;
     pthread_cond_broadcast(&st.cond);
     pthread_mutex_unlock(&st.lock);
+    /* The server is done with the handle here; the client keeps its
+     * handles until it has read their statistics. */
+    if (st.is_server)
+        gfr_rdma_conn_release(conn);
 }
 
 static const struct gfr_rdma_conn_ops ops = {
@@ -332,6 +336,8 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
     pthread_mutex_unlock(&st.lock);
     if (err)
         return die("client: the disconnects did not complete");
+    for (unsigned c = 0; c < conns; c++)
+        gfr_rdma_conn_release(st.peers[c].conn);
     printf("engine-test: client: %u connections, %lu messages of 4..%zu bytes verified "
            "both ways, %lu bad; %lu sends waited for credits, %lu credit updates\n",
            conns, received, max, bad, queued, updates);
