@@ -13,6 +13,11 @@
  *       exits 0 when all were verified, 2 when a connection could not be
  *       established, 3 when the peer went away and every connection
  *       reported it exactly once
+ *   engine-test cycles ADDR PORT BINDADDR -c ROUNDS
+ *       connects, exchanges 4 messages and disconnects ROUNDS times, one
+ *       connection at a time (the server runs with -c ROUNDS); then prints
+ *       the QPs and MRs this process still holds (rdma resource show),
+ *       which must be none
  *
  * Options (-o) are the engine's (lib/gfr_rdma_opts.h), e.g. -o credits=4
  * or -o dispatch=inline (the default hands messages to a gfr_pool).
@@ -344,6 +349,56 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
     return bad == 0 && received == count * conns ? 0 : 1;
 }
 
+/* Lines of `rdma resource show TYPE` that belong to this process. */
+static int
+own_resources(const char *type)
+{
+    char cmd[128];
+    char line[512];
+    char pid_tag[32];
+    FILE *f;
+    int n = 0;
+
+    snprintf(cmd, sizeof(cmd), "rdma resource show %s 2>/dev/null", type);
+    snprintf(pid_tag, sizeof(pid_tag), " pid %d ", (int)getpid());
+    f = popen(cmd, "r");
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, pid_tag))
+            n++;
+    pclose(f);
+    return n;
+}
+
+static int
+run_cycles(struct gfr_rdma *engine, const char *addr, const char *port,
+           const char *bind_addr, unsigned rounds)
+{
+    int qps_during = -1;
+    int qps;
+    int mrs;
+
+    for (unsigned r = 0; r < rounds; r++) {
+        memset(&st.peers[0], 0, sizeof(st.peers[0]));
+        st.disconnected = 0;
+        if (run_client(engine, addr, port, bind_addr, 1, 4, 2) != 0) {
+            fprintf(stderr, "engine-test: cycles: round %u failed\n", r);
+            return 1;
+        }
+        if (r == 0)
+            qps_during = own_resources("qp");
+    }
+    qps = own_resources("qp");
+    mrs = own_resources("mr");
+    printf("engine-test: cycles: %u connect/disconnect cycles; this process now holds "
+           "%d QPs and %d MRs (rdma resource show)\n", rounds, qps, mrs);
+    if (qps < 0 || mrs < 0)
+        return die("cycles: cannot read rdma resource show");
+    (void)qps_during;
+    return qps == 0 && mrs == 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -377,8 +432,8 @@ main(int argc, char **argv)
             }
             break;
         default:
-            return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND "
-                       "[-c CONNS] [-n N] [-b B] [-o k=v]");
+            return die("usage: engine-test server ADDR PORT | client|cycles ADDR PORT "
+                       "BIND [-c CONNS] [-n N] [-b B] [-o k=v]");
         }
     }
     if (argc - optind < 3 || burst == 0 || conns == 0 || conns > 1024)
@@ -392,6 +447,8 @@ main(int argc, char **argv)
         return die("cannot create the engine");
     if (strcmp(argv[optind], "server") == 0)
         rc = run_server(engine, argv[optind + 1], argv[optind + 2], conns);
+    else if (strcmp(argv[optind], "cycles") == 0 && argc - optind >= 4)
+        rc = run_cycles(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3], conns);
     else if (strcmp(argv[optind], "client") == 0 && argc - optind >= 4)
         rc = run_client(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3],
                         conns, count, burst);
