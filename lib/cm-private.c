@@ -4,9 +4,10 @@
  */
 #include "gfr_cm_private.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <string.h>
+
+#include "gfr_be.h"
 
 static int
 params_valid(const struct gfr_cm_params *p)
@@ -21,25 +22,18 @@ int
 gfr_cm_encode(const struct gfr_cm_params *params, void *buf, size_t cap)
 {
     uint8_t *p = buf;
-    uint32_t v32;
-    uint16_t v16;
 
     if (!params || !buf || !params_valid(params))
         return -EINVAL;
     if (cap < GFR_CM_PRIVATE_SIZE)
         return -EMSGSIZE;
-    v32 = htobe32(GFR_CM_MAGIC);
-    memcpy(p, &v32, 4);
+    gfr_put_be32(p, GFR_CM_MAGIC);
     p[4] = GFR_CM_VERSION;
     p[5] = 0;
-    v16 = htobe16(params->credits);
-    memcpy(p + 6, &v16, 2);
-    v32 = htobe32(params->inline_max);
-    memcpy(p + 8, &v32, 4);
-    v32 = htobe32(params->max_msg);
-    memcpy(p + 12, &v32, 4);
-    v16 = htobe16(params->max_segs);
-    memcpy(p + 16, &v16, 2);
+    gfr_put_be16(p + 6, params->credits);
+    gfr_put_be32(p + 8, params->inline_max);
+    gfr_put_be32(p + 12, params->max_msg);
+    gfr_put_be16(p + 16, params->max_segs);
     memset(p + 18, 0, 2);
     return GFR_CM_PRIVATE_SIZE;
 }
@@ -57,24 +51,17 @@ gfr_cm_decode(const void *buf, size_t len, struct gfr_cm_params *params,
               enum gfr_cm_reject_reason *why)
 {
     const uint8_t *p = buf;
-    uint32_t v32;
-    uint16_t v16;
 
     if (!buf || !params || len < GFR_CM_PRIVATE_SIZE)
         return refuse(why, GFR_CM_REJECT_SHORT);
-    memcpy(&v32, p, 4);
-    if (be32toh(v32) != GFR_CM_MAGIC)
+    if (gfr_get_be32(p) != GFR_CM_MAGIC)
         return refuse(why, GFR_CM_REJECT_MAGIC);
     if (p[4] != GFR_CM_VERSION)
         return refuse(why, GFR_CM_REJECT_VERSION);
-    memcpy(&v16, p + 6, 2);
-    params->credits = be16toh(v16);
-    memcpy(&v32, p + 8, 4);
-    params->inline_max = be32toh(v32);
-    memcpy(&v32, p + 12, 4);
-    params->max_msg = be32toh(v32);
-    memcpy(&v16, p + 16, 2);
-    params->max_segs = be16toh(v16);
+    params->credits = gfr_get_be16(p + 6);
+    params->inline_max = gfr_get_be32(p + 8);
+    params->max_msg = gfr_get_be32(p + 12);
+    params->max_segs = gfr_get_be16(p + 16);
     if (!params_valid(params))
         return refuse(why, GFR_CM_REJECT_PARAMS);
     if (why)

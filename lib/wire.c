@@ -4,57 +4,9 @@
  */
 #include "gfr_wire.h"
 
-#include <endian.h>
 #include <errno.h>
-#include <string.h>
 
-static void
-put16(uint8_t *p, uint16_t v)
-{
-    v = htobe16(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-    v = htobe32(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static void
-put64(uint8_t *p, uint64_t v)
-{
-    v = htobe64(v);
-    memcpy(p, &v, sizeof(v));
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-    uint16_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return be16toh(v);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return be32toh(v);
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return be64toh(v);
-}
+#include "gfr_be.h"
 
 static int
 type_known(unsigned type)
@@ -66,9 +18,9 @@ static uint8_t *
 put_segs(uint8_t *p, const struct gfr_wire_seg *segs, unsigned n)
 {
     for (unsigned i = 0; i < n; i++, p += GFR_WIRE_SEG_SIZE) {
-        put64(p, segs[i].addr);
-        put32(p + 8, segs[i].rkey);
-        put32(p + 12, segs[i].length);
+        gfr_put_be64(p, segs[i].addr);
+        gfr_put_be32(p + 8, segs[i].rkey);
+        gfr_put_be32(p + 12, segs[i].length);
     }
     return p;
 }
@@ -100,12 +52,12 @@ gfr_wire_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
     p[1] = hdr->type;
     p[2] = hdr->n_read;
     p[3] = hdr->n_write;
-    put16(p + 4, hdr->credits);
-    put16(p + 6, 0);
-    put32(p + 8, hdr->xid);
-    put32(p + 12, hdr->inline_len);
-    put32(p + 16, (uint32_t)read_len);
-    put32(p + 20, hdr->written);
+    gfr_put_be16(p + 4, hdr->credits);
+    gfr_put_be16(p + 6, 0);
+    gfr_put_be32(p + 8, hdr->xid);
+    gfr_put_be32(p + 12, hdr->inline_len);
+    gfr_put_be32(p + 16, (uint32_t)read_len);
+    gfr_put_be32(p + 20, hdr->written);
     p = put_segs(p + GFR_WIRE_HDR_SIZE, read, hdr->n_read);
     put_segs(p, write, hdr->n_write);
     return (ssize_t)len;
@@ -115,9 +67,9 @@ static const uint8_t *
 get_segs(const uint8_t *p, struct gfr_wire_seg *segs, unsigned n)
 {
     for (unsigned i = 0; i < n; i++, p += GFR_WIRE_SEG_SIZE) {
-        segs[i].addr = get64(p);
-        segs[i].rkey = get32(p + 8);
-        segs[i].length = get32(p + 12);
+        segs[i].addr = gfr_get_be64(p);
+        segs[i].rkey = gfr_get_be32(p + 8);
+        segs[i].length = gfr_get_be32(p + 12);
     }
     return p;
 }
@@ -151,11 +103,11 @@ gfr_wire_decode(const void *buf, size_t len,
     hdr->type = p[1];
     hdr->n_read = p[2];
     hdr->n_write = p[3];
-    hdr->credits = get16(p + 4);
-    hdr->xid = get32(p + 8);
-    hdr->inline_len = get32(p + 12);
-    hdr->read_len = get32(p + 16);
-    hdr->written = get32(p + 20);
+    hdr->credits = gfr_get_be16(p + 4);
+    hdr->xid = gfr_get_be32(p + 8);
+    hdr->inline_len = gfr_get_be32(p + 12);
+    hdr->read_len = gfr_get_be32(p + 16);
+    hdr->written = gfr_get_be32(p + 20);
 
     if (!type_known(hdr->type))
         return violation(reason, "unknown message type");
