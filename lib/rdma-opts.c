@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum opt_kind { OPT_UINT, OPT_SIZE, OPT_INT, OPT_POLL, OPT_DISPATCH, OPT_NAME };
+enum opt_kind { OPT_UINT, OPT_SIZE, OPT_INT, OPT_CHOICE, OPT_NAME };
+
+static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
+static const char *const dispatch_names[] = {"pool", "inline", NULL};
 
 struct opt_desc {
     const char *key;
@@ -21,15 +24,20 @@ struct opt_desc {
     size_t width; /* bytes of the field, for integers */
     long long min;
     long long max;
+    const char *const *names; /* OPT_CHOICE: value i is names[i] */
 };
+
+/* store() writes 1- and 4-byte fields; choices are stored into enums. */
+_Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4,
+               "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
 
 static const struct opt_desc descs[] = {
-    {"poll-mode", OPT_POLL, FIELD(poll_mode), 0, 0},
+    {"poll-mode", OPT_CHOICE, FIELD(poll_mode), 0, 0, poll_names},
     {"spin-us", OPT_UINT, FIELD(spin_us), 0, 1000000},
     {"pollers", OPT_UINT, FIELD(pollers), 1, 64},
-    {"dispatch", OPT_DISPATCH, FIELD(dispatch), 0, 0},
+    {"dispatch", OPT_CHOICE, FIELD(dispatch), 0, 0, dispatch_names},
     {"credits", OPT_UINT, FIELD(credits), 2, 4096},
     {"inline-max", OPT_SIZE, FIELD(inline_max), 256, 16 << 20},
     {"max-msg", OPT_SIZE, FIELD(max_msg), 256, 1 << 30},
@@ -43,9 +51,6 @@ static const struct opt_desc descs[] = {
     {"gid-index", OPT_INT, FIELD(gid_index), -1, 255},
     {"device", OPT_NAME, FIELD(device), 0, 0},
 };
-
-static const char *const poll_names[] = {"busy", "adaptive", "event"};
-static const char *const dispatch_names[] = {"pool", "inline"};
 
 void
 gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
@@ -117,16 +122,26 @@ parse_number(const char *text, int sizes, long long *out)
     return 0;
 }
 
+/* Index of value in the NULL-terminated names, or -1. */
 static int
-choose(const char *value, const char *const *names, size_t n, int *out)
+choose(const char *value, const char *const *names)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (value && strcmp(value, names[i]) == 0) {
-            *out = (int)i;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    for (int i = 0; names[i]; i++)
+        if (value && strcmp(value, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* "a, b, c" for the message of a bad choice. */
+static void
+join_names(const char *const *names, char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = 0;
+    for (int i = 0; names[i] && used < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "",
+                                 names[i]);
 }
 
 int
@@ -134,6 +149,7 @@ gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
                   const char *value, char *why, size_t why_len)
 {
     const struct opt_desc *d = NULL;
+    char accepted[64];
     long long v;
     int choice;
 
@@ -145,17 +161,14 @@ gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
         return -ENOENT;
     }
     switch (d->kind) {
-    case OPT_POLL:
-        if (choose(value, poll_names, 3, &choice))
-            return explain(why, why_len, "%s: '%s' is not one of busy, adaptive, event",
-                           d->key, value ? value : "");
-        opts->poll_mode = (enum gfr_poll_mode)choice;
-        return 0;
-    case OPT_DISPATCH:
-        if (choose(value, dispatch_names, 2, &choice))
-            return explain(why, why_len, "%s: '%s' is not one of pool, inline",
-                           d->key, value ? value : "");
-        opts->dispatch = (enum gfr_dispatch)choice;
+    case OPT_CHOICE:
+        choice = choose(value, d->names);
+        if (choice < 0) {
+            join_names(d->names, accepted, sizeof(accepted));
+            return explain(why, why_len, "%s: '%s' is not one of %s", d->key,
+                           value ? value : "", accepted);
+        }
+        store((char *)opts + d->offset, d->width, choice);
         return 0;
     case OPT_NAME:
         if (!value || strlen(value) >= sizeof(opts->device))
@@ -202,5 +215,5 @@ gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why, size_t why_len)
 const char *
 gfr_poll_mode_str(enum gfr_poll_mode mode)
 {
-    return (unsigned)mode < 3 ? poll_names[mode] : "unknown";
+    return (unsigned)mode <= GFR_POLL_EVENT ? poll_names[mode] : "unknown";
 }
