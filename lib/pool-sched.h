@@ -6,7 +6,7 @@
  * Concurrency:
  *  - gfr_sched_enqueue: any thread, wait-free, concurrently with everything
  *    else except gfr_sched_release and gfr_sched_fini for the same client;
- *  - gfr_sched_take, gfr_sched_client_init, gfr_sched_release,
+ *  - gfr_sched_take, gfr_sched_client_new, gfr_sched_release,
  *    gfr_sched_fini: serialised by the caller (the pool's sched_lock); they
  *    are the only consumers of every queue here.
  * A client is in ready[c] exactly when its `scheduled[c]` flag is set; the

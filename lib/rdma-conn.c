@@ -355,14 +355,13 @@ gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
     return 0;
 }
 
+/* Called once per connection, by whoever dropped its last reference. */
 void
 gfr_rdma_queue_reap(struct gfr_rdma_conn *conn)
 {
     struct gfr_rdma *engine = conn->engine;
     uint64_t one = 1;
 
-    if (uatomic_xchg(&conn->reap_queued, 1))
-        return;
     pthread_mutex_lock(&engine->lock);
     cds_list_add_tail(&conn->reap_link, &engine->reap);
     pthread_mutex_unlock(&engine->lock);

@@ -103,7 +103,6 @@ struct gfr_rdma_conn {
 
     unsigned long outstanding;
     int cm_done;      /* no CM event will come any more */
-    int reap_queued;
     int reason;       /* for disconnected */
     int was_connected;
     int is_server;
