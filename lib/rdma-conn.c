@@ -356,8 +356,8 @@ gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
 }
 
 /* Called once per connection, by whoever dropped its last reference. */
-void
-gfr_rdma_queue_reap(struct gfr_rdma_conn *conn)
+static void
+queue_reap(struct gfr_rdma_conn *conn)
 {
     struct gfr_rdma *engine = conn->engine;
     uint64_t one = 1;
@@ -387,7 +387,7 @@ static void
 wr_done(struct gfr_rdma_conn *conn)
 {
     if (uatomic_sub_return(&conn->outstanding, 1) == 0)
-        gfr_rdma_queue_reap(conn);
+        queue_reap(conn);
 }
 
 static void

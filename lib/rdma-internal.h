@@ -164,7 +164,6 @@ void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
 void gfr_rdma_conn_complete(struct ibv_wc *wc);
-void gfr_rdma_queue_reap(struct gfr_rdma_conn *conn);
 
 /* Logging (stderr until the GlusterFS plugin sets its own). */
 void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
