@@ -2,26 +2,28 @@
 /*
  * The RDMA messaging engine: connections over verbs RC queue pairs set up
  * with librdmacm, carrying messages of the wire protocol (docs/wire-
- * protocol.md) with credit-based flow control.  docs/engine.md says what is
- * built and what is planned (bulk transfers, SRQ, pool dispatch).
+ * protocol.md) with credit-based flow control; bodies above the inline
+ * threshold move by RDMA READ or WRITE.  docs/engine.md describes it.
  *
  * Threads: one CM thread per engine runs connected/disconnected callbacks
  * and accept decisions; received runs in the worker pool or, with
  * dispatch=inline, on the device's poller thread.  disconnected comes after
- * every received callback of the connection has returned.
+ * every received and done callback of the connection has returned.
  *
- * A connection handle stays valid, whatever happens to the connection,
- * until its owner calls gfr_rdma_conn_release (after disconnected, or
- * inside it); calls on a dead connection return -ENOTCONN.  Functions return 0 or a negative errno.  Ownership: the
- * engine owns connections and listeners; a connection stays valid until its
- * disconnected callback has returned (called exactly once, also when a
- * connect attempt fails).
+ * Functions return 0 or a negative errno.  Ownership: the engine owns
+ * connections and listeners.  A connection handle stays valid, whatever
+ * happens to the connection, until its owner calls gfr_rdma_conn_release
+ * (inside disconnected or after it); calls on a dead connection return
+ * -ENOTCONN.  disconnected is called exactly once per connection, also
+ * when a connect attempt fails.
  */
 #ifndef GFR_RDMA_H
 #define GFR_RDMA_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "gfr_pool.h"
 #include "gfr_rdma_opts.h"
@@ -30,18 +32,38 @@ struct gfr_rdma;
 struct gfr_rdma_conn;
 struct gfr_rdma_listener;
 
+/*
+ * A received message, valid during the received callback.  Its body is
+ * head (what travelled inline in the SEND) followed by bulk (what the
+ * engine pulled by RDMA READ because the body was larger than the inline
+ * threshold; bulk_len 0 otherwise).
+ */
+struct gfr_rdma_rx {
+    uint32_t xid;
+    int is_reply;      /* answers the request xid this side sent */
+    const void *head;
+    size_t head_len;
+    const void *bulk;
+    size_t bulk_len;
+    /* Reply: bytes the peer RDMA-wrote into the buffers offered with the
+     * request (filled in iovec order), before this message arrived. */
+    size_t written;
+};
+
 struct gfr_rdma_conn_ops {
     /* The connection is established; messages may be sent. */
     void (*connected)(struct gfr_rdma_conn *conn, void *cb_arg);
-    /* A message arrived; data is valid only during the call.  On the
-     * accepting side the first messages may arrive before connected has
-     * been called (the CM event and the completion race). */
-    void (*received)(struct gfr_rdma_conn *conn, const void *data, size_t len,
+    /* A message arrived.  On the accepting side the first messages may
+     * arrive before connected has been called (the CM event and the
+     * completion race).  Messages without bulk arrive in the order they
+     * were sent; one with bulk arrives once its data has been pulled, so a
+     * later small message may overtake it. */
+    void (*received)(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
                      void *cb_arg);
     /* Exactly once per connection: reason is 0 after an orderly
      * disconnect, else a negative errno (-ECONNREFUSED, -ETIMEDOUT,
-     * -EPROTO for a peer that broke the protocol, ...).  The connection is
-     * freed when this returns. */
+     * -EPROTO for a peer that broke the protocol, ...).  Every submitted
+     * message's done callback has run before. */
     void (*disconnected)(struct gfr_rdma_conn *conn, int reason, void *cb_arg);
 };
 
@@ -77,17 +99,61 @@ int gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
                      const struct gfr_rdma_conn_ops *ops, void *cb_arg,
                      struct gfr_rdma_conn **conn);
 
-/* The most payload one message can carry (inline; bulk comes later). */
-size_t gfr_rdma_max_payload(const struct gfr_rdma_conn *conn);
+/* The most body a message can carry inline (without RDMA READ). */
+size_t gfr_rdma_max_inline(const struct gfr_rdma_conn *conn);
+
+/* The most body a message can carry at all (the negotiated max-msg minus
+ * the header and one segment). */
+size_t gfr_rdma_max_msg(const struct gfr_rdma_conn *conn);
 
 /*
- * Sends a copy of data.  Without credits, or before the connection is
- * established, the message is queued and sent in order as soon as it can
- * be; nothing is dropped while the connection lives.  Any thread.
- * Returns -EMSGSIZE (over gfr_rdma_max_payload), -ENOTCONN (disconnecting
- * or disconnected), -ENOMEM.
+ * Sends a copy of data (up to gfr_rdma_max_msg bytes; above the inline
+ * threshold the copy is offered to the peer as a read list).  Without
+ * credits, or before the connection is established, the message is queued
+ * and sent in order as soon as it can be; nothing is dropped while the
+ * connection lives.  Any thread.  Returns -EMSGSIZE, -ENOTCONN
+ * (disconnecting or disconnected), -ENOMEM.
  */
 int gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len);
+
+/* Called once per submitted message when the engine has stopped using its
+ * buffers; status 0, or a negative errno (-ENOTCONN: the connection ended
+ * first; -EREMOTEIO: the peer could not take the message). */
+typedef void (*gfr_rdma_done_fn)(void *cb_arg, int status);
+
+/*
+ * A zero-copy message.  The engine reads this description during
+ * gfr_rdma_submit only; the memory the iovecs point to belongs to the
+ * caller and must stay valid and unchanged until done.
+ */
+struct gfr_rdma_msg {
+    uint32_t xid;       /* request: the caller's id; reply: the request's */
+    int is_reply;
+    const struct iovec *head; /* goes inline when it fits */
+    unsigned head_cnt;
+    /* Bulk: inline when head and bulk fit together, else RDMA-written
+     * into the request's offered buffers (a reply whose bulk fits them) or
+     * pulled by the peer with RDMA READ from these very buffers. */
+    const struct iovec *bulk;
+    unsigned bulk_cnt;
+    /* Request: buffers the peer may RDMA-write the reply's bulk into;
+     * remote access to them ends when the reply arrives. */
+    const struct iovec *reply;
+    unsigned reply_cnt;
+    gfr_rdma_done_fn done; /* may be NULL */
+    void *cb_arg;
+};
+
+/*
+ * Submits msg.  The reply to a request that offered buffers is delivered
+ * (received) before the request's done runs, so the reply's data can be
+ * read from them there.  done runs on a poller thread or a pool worker,
+ * exactly once when this returns 0, never when it fails.  Any thread.
+ * Returns -EMSGSIZE (body over gfr_rdma_max_msg), -E2BIG (more reply
+ * buffers than a header can list), -EEXIST (another request with this xid
+ * still has buffers offered), -ENOTCONN, -ENOMEM, -EINVAL.
+ */
+int gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg);
 
 /* Starts an orderly disconnect; disconnected follows.  Any thread. */
 int gfr_rdma_disconnect(struct gfr_rdma_conn *conn);
@@ -105,6 +171,11 @@ struct gfr_rdma_conn_stats {
     unsigned long received;
     unsigned long queued_for_credits; /* sends that had to wait */
     unsigned long credit_updates;     /* CREDIT messages sent */
+    unsigned long bulk_pulled;        /* bytes read from the peer */
+    unsigned long bulk_pushed;        /* bytes written to the peer */
+    unsigned long bulk_offered;       /* messages offered as a read list */
+    unsigned long registrations;      /* per-transfer memory registrations */
+    unsigned long registration_ns;    /* time spent registering and deregistering */
 };
 void gfr_rdma_conn_stats(struct gfr_rdma_conn *conn,
                          struct gfr_rdma_conn_stats *stats);

@@ -22,6 +22,7 @@ enum gfr_wire_type {
     GFR_WIRE_DONE = 2,
     GFR_WIRE_CREDIT = 3,
     GFR_WIRE_ERROR = 4,
+    GFR_WIRE_REPLY = 5,
 };
 
 struct gfr_wire_seg {
@@ -38,8 +39,8 @@ struct gfr_wire_hdr {
     uint32_t xid;
     uint32_t inline_len;
     uint32_t read_len;  /* sum of the read segments' lengths */
-    uint32_t written;   /* MSG: bytes written into the offered write list;
-                         * ERROR: the error code */
+    uint32_t written;   /* REPLY: bytes written into the write list the
+                         * request offered; ERROR: the error code */
 };
 
 /* A decoded message.  payload points into the buffer that was decoded. */
@@ -52,7 +53,7 @@ struct gfr_wire_msg {
 
 /* What the connection negotiated (see gfr_cm_private.h). */
 struct gfr_wire_limits {
-    uint32_t max_msg;  /* header + inline + read data */
+    uint32_t max_msg;  /* body: inline payload + read data */
     uint16_t max_segs; /* read and write lists together */
 };
 

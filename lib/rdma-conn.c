@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * One connection: its QP and registered buffers, the send path with
- * credits, completions, and the end of its life.  See rdma-internal.h for
- * the locking and lifetime rules.
+ * One connection's life: its QP and registered message buffers, the
+ * negotiated parameters, failure, and the end of its life once every work
+ * request has completed.  The send side is in rdma-send.c, the receive
+ * side in rdma-recv.c, bulk data in rdma-bulk.c; locking and lifetime
+ * rules in rdma-internal.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,8 +18,6 @@
 #include <urcu/uatomic.h>
 
 #include "rdma-internal.h"
-
-static void wr_done(struct gfr_rdma_conn *conn);
 
 void
 gfr_rdma_log(const char *fmt, ...)
@@ -53,22 +53,28 @@ gfr_rdma_conn_new(struct gfr_rdma *engine)
     conn->outstanding = 1; /* the CM side's reference */
     pthread_mutex_init(&conn->lock, NULL);
     CDS_INIT_LIST_HEAD(&conn->pending);
+    CDS_INIT_LIST_HEAD(&conn->xfers);
+    for (unsigned b = 0; b < GFR_RDMA_XID_BUCKETS; b++) {
+        CDS_INIT_LIST_HEAD(&conn->offers[b]);
+        CDS_INIT_LIST_HEAD(&conn->peer_wl[b]);
+    }
     pthread_mutex_lock(&engine->lock);
     cds_list_add_tail(&conn->link, &engine->conns);
     pthread_mutex_unlock(&engine->lock);
     return conn;
 }
 
+/* SENDs, receives, and the READs and WRITEs of transfers. */
 static int
 cq_entries(const struct gfr_rdma_conn *conn)
 {
-    return (int)(conn->nrecv + conn->nsend);
+    return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth);
 }
 
 /* Posts receive buffer i.  Caller: the CM thread before connecting, or the
  * poller after handling the buffer's message. */
-static int
-post_recv(struct gfr_rdma_conn *conn, uint32_t i)
+int
+gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
 {
     uint32_t size = conn->engine->opts.inline_max;
     struct ibv_sge sge = {.addr = (uintptr_t)(conn->recv_buf + (size_t)i * size),
@@ -78,10 +84,10 @@ post_recv(struct gfr_rdma_conn *conn, uint32_t i)
     struct ibv_recv_wr *bad;
     int err;
 
-    uatomic_inc(&conn->outstanding);
+    gfr_rdma_conn_get(conn);
     err = ibv_post_recv(conn->qp, &wr, &bad);
     if (err)
-        uatomic_dec(&conn->outstanding);
+        gfr_rdma_conn_put(conn);
     return -err;
 }
 
@@ -125,9 +131,11 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < conn->nrecv; i++)
-        conn->recv_wr[i] = (struct gfr_rdma_wr){conn, i, 1};
+        conn->recv_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
+                                                .kind = GFR_WR_RECV};
     for (uint32_t i = 0; i < conn->nsend; i++) {
-        conn->send_wr[i] = (struct gfr_rdma_wr){conn, i, 0};
+        conn->send_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
+                                                .kind = GFR_WR_SEND};
         conn->free_slots[i] = conn->nsend - 1 - i;
     }
     conn->nfree = conn->nsend;
@@ -136,7 +144,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     attr.send_cq = conn->dev->cq;
     attr.recv_cq = conn->dev->cq;
     attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = conn->nsend;
+    attr.cap.max_send_wr = conn->nsend + engine->opts.rdma_depth;
     attr.cap.max_recv_wr = conn->nrecv;
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
@@ -161,7 +169,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     gfr_credits_init(&conn->credits, conn->nrecv);
     conn->credits.send_avail = 0;
     for (uint32_t i = 0; i < conn->nrecv; i++) {
-        err = post_recv(conn, i);
+        err = gfr_rdma_post_recv(conn, i);
         if (err) {
             gfr_rdma_log("ibv_post_recv failed: %s", strerror(-err));
             return err;
@@ -194,120 +202,6 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
     return 0;
 }
 
-size_t
-gfr_rdma_max_payload(const struct gfr_rdma_conn *conn)
-{
-    uint32_t limit = conn->agreed.inline_max ? conn->agreed.inline_max
-                                             : conn->engine->opts.inline_max;
-
-    return limit - GFR_WIRE_HDR_SIZE;
-}
-
-/* Posts one SEND of type with payload.  Caller holds conn->lock and has
- * checked credits and a free slot. */
-static int
-post_send_locked(struct gfr_rdma_conn *conn, enum gfr_wire_type type,
-                 uint16_t grant, const void *data, size_t len)
-{
-    uint32_t slot = conn->free_slots[--conn->nfree];
-    uint8_t *buf = conn->send_buf + (size_t)slot * conn->engine->opts.inline_max;
-    struct gfr_wire_hdr hdr = {.type = (uint8_t)type, .credits = grant,
-                               .xid = ++conn->xid, .inline_len = (uint32_t)len};
-    struct ibv_sge sge;
-    struct ibv_send_wr wr;
-    struct ibv_send_wr *bad;
-    ssize_t head = gfr_wire_encode(&hdr, NULL, NULL, buf, GFR_WIRE_HDR_SIZE);
-    int err;
-
-    if (len)
-        memcpy(buf + head, data, len);
-    sge.addr = (uintptr_t)buf;
-    sge.length = (uint32_t)(head + (ssize_t)len);
-    sge.lkey = conn->send_mr->lkey;
-    memset(&wr, 0, sizeof(wr));
-    wr.wr_id = (uintptr_t)&conn->send_wr[slot];
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    if (sge.length <= conn->dev->max_inline)
-        wr.send_flags |= IBV_SEND_INLINE;
-    uatomic_inc(&conn->outstanding);
-    err = ibv_post_send(conn->qp, &wr, &bad);
-    if (err) {
-        uatomic_dec(&conn->outstanding);
-        conn->free_slots[conn->nfree++] = slot;
-        gfr_rdma_log("ibv_post_send failed: %s", strerror(err));
-        return -err;
-    }
-    if (type == GFR_WIRE_CREDIT)
-        conn->stats.credit_updates++;
-    else
-        conn->stats.sent++;
-    return 0;
-}
-
-/* Sends what waits for credits, then a CREDIT message if one is due.
- * Caller holds conn->lock. */
-static void
-flush_locked(struct gfr_rdma_conn *conn)
-{
-    while (conn->state == GFR_CONN_ESTABLISHED && !cds_list_empty(&conn->pending) &&
-           conn->nfree && gfr_credits_can_send_data(&conn->credits)) {
-        struct gfr_rdma_pending *p =
-            cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
-        uint16_t grant = gfr_credits_take_data(&conn->credits);
-
-        cds_list_del(&p->link);
-        post_send_locked(conn, GFR_WIRE_MSG, grant, p->data, p->len);
-        free(p);
-    }
-    if (conn->state == GFR_CONN_ESTABLISHED && conn->nfree &&
-        gfr_credits_need_update(&conn->credits))
-        post_send_locked(conn, GFR_WIRE_CREDIT,
-                         gfr_credits_take_update(&conn->credits), NULL, 0);
-}
-
-void
-gfr_rdma_send_flush(struct gfr_rdma_conn *conn)
-{
-    pthread_mutex_lock(&conn->lock);
-    flush_locked(conn);
-    pthread_mutex_unlock(&conn->lock);
-}
-
-int
-gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
-{
-    int err = 0;
-
-    if (!conn || (len && !data))
-        return -EINVAL;
-    if (len > gfr_rdma_max_payload(conn))
-        return -EMSGSIZE;
-    pthread_mutex_lock(&conn->lock);
-    if (conn->state == GFR_CONN_DISCONNECTING) {
-        err = -ENOTCONN;
-    } else if (conn->state == GFR_CONN_ESTABLISHED && cds_list_empty(&conn->pending) &&
-               conn->nfree && gfr_credits_can_send_data(&conn->credits)) {
-        err = post_send_locked(conn, GFR_WIRE_MSG,
-                               gfr_credits_take_data(&conn->credits), data, len);
-    } else {
-        struct gfr_rdma_pending *p = malloc(sizeof(*p) + len);
-
-        if (!p) {
-            err = -ENOMEM;
-        } else {
-            p->len = len;
-            memcpy(p->data, data, len);
-            cds_list_add_tail(&p->link, &conn->pending);
-            conn->stats.queued_for_credits++;
-        }
-    }
-    pthread_mutex_unlock(&conn->lock);
-    return err;
-}
-
 void
 gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats)
 {
@@ -327,15 +221,13 @@ flush_qp(struct gfr_rdma_conn *conn)
 }
 
 /*
- * Ends the connection with reason (0: orderly).  Any thread.  The first
- * reason sticks; the disconnected callback comes from the CM thread once
- * everything has flushed.
+ * Ends the connection with reason (0: orderly).  The first reason sticks;
+ * the disconnected callback comes from the CM thread once everything has
+ * flushed.  Caller holds conn->lock (finalize clears id and qp under it).
  */
 void
-gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
+gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
 {
-    /* Under the lock: finalize clears id and qp under it too. */
-    pthread_mutex_lock(&conn->lock);
     if (conn->state != GFR_CONN_DISCONNECTING) {
         conn->state = GFR_CONN_DISCONNECTING;
         conn->reason = reason;
@@ -343,6 +235,14 @@ gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
             rdma_disconnect(conn->id);
         flush_qp(conn);
     }
+}
+
+/* As gfr_rdma_conn_fail_locked, from any thread without the lock. */
+void
+gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
+{
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_fail_locked(conn, reason);
     pthread_mutex_unlock(&conn->lock);
 }
 
@@ -379,129 +279,24 @@ void
 gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn)
 {
     if (uatomic_xchg(&conn->cm_done, 1) == 0)
-        wr_done(conn);
+        gfr_rdma_conn_put(conn);
 }
 
-/* Drops one reference; see gfr_rdma_conn_cm_done. */
-static void
-wr_done(struct gfr_rdma_conn *conn)
+/* Takes a reference for a work request or a pool delivery; the caller
+ * already holds one (or the CM side's is still there). */
+void
+gfr_rdma_conn_get(struct gfr_rdma_conn *conn)
+{
+    uatomic_inc(&conn->outstanding);
+}
+
+/* Drops one reference; see gfr_rdma_conn_cm_done.  Any thread; takes
+ * engine->lock when it is the last. */
+void
+gfr_rdma_conn_put(struct gfr_rdma_conn *conn)
 {
     if (uatomic_sub_return(&conn->outstanding, 1) == 0)
         queue_reap(conn);
-}
-
-static void
-run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
-{
-    struct gfr_rdma_delivery *d = caa_container_of(job, struct gfr_rdma_delivery, job);
-    struct gfr_rdma_conn *conn = d->conn;
-
-    /* A pool being destroyed cancels: the message dies with the process. */
-    if (status == 0)
-        conn->ops->received(conn, d->data, d->len, conn->cb_arg);
-    free(d);
-    wr_done(conn);
-}
-
-/*
- * Hands a copy of the payload to the pool, so the receive buffer can be
- * reposted at once however slow the handler.  The delivery counts as
- * outstanding: the connection cannot be reaped (nor disconnected called)
- * before it has been handled.  Without memory, the message is handled
- * inline instead of dropped.
- */
-static void
-dispatch_to_pool(struct gfr_rdma_conn *conn, const void *payload, size_t len)
-{
-    struct gfr_rdma_delivery *d = malloc(sizeof(*d) + len);
-
-    if (!d) {
-        conn->ops->received(conn, payload, len, conn->cb_arg);
-        return;
-    }
-    d->conn = conn;
-    d->len = len;
-    memcpy(d->data, payload, len);
-    gfr_pool_job_init(&d->job, run_delivery, NULL);
-    uatomic_inc(&conn->outstanding);
-    if (gfr_pool_submit(conn->engine->pool, &d->job, conn->pool_client,
-                        GFR_POOL_PRIO_NORMAL) != 0) {
-        uatomic_dec(&conn->outstanding);
-        free(d);
-        conn->ops->received(conn, payload, len, conn->cb_arg);
-    }
-}
-
-static void
-handle_recv(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, struct ibv_wc *wc)
-{
-    const uint8_t *buf = conn->recv_buf + (size_t)ctx->slot * conn->engine->opts.inline_max;
-    struct gfr_wire_msg msg;
-    const char *reason = NULL;
-    int established;
-    int err;
-
-    pthread_mutex_lock(&conn->lock);
-    established = conn->state == GFR_CONN_ESTABLISHED ||
-                  conn->state == GFR_CONN_CONNECTING;
-    err = established ? gfr_wire_decode(buf, wc->byte_len, &conn->limits, &msg, &reason) : 0;
-    if (established && !err && gfr_credits_on_receive(&conn->credits, msg.hdr.credits) != 0) {
-        err = -EPROTO;
-        reason = "peer sent without a credit, or granted more than the window";
-    }
-    if (established && !err && msg.hdr.type == GFR_WIRE_MSG && (msg.hdr.n_read || msg.hdr.n_write)) {
-        err = -EPROTO;
-        reason = "chunk lists are not supported by this build yet";
-    } else if (established && !err && msg.hdr.type != GFR_WIRE_MSG && msg.hdr.type != GFR_WIRE_CREDIT) {
-        err = -EPROTO;
-        reason = "DONE or ERROR for a request this side never made";
-    }
-    pthread_mutex_unlock(&conn->lock);
-    if (!established)
-        return; /* arrived while closing: dropped with the connection */
-    if (err) {
-        gfr_rdma_log("peer broke the protocol (%s); disconnecting",
-                     reason ? reason : "invalid message");
-        gfr_rdma_conn_fail(conn, -EPROTO);
-        return;
-    }
-    if (msg.hdr.type == GFR_WIRE_MSG) {
-        if (conn->pool_client)
-            dispatch_to_pool(conn, msg.payload, msg.hdr.inline_len);
-        else
-            conn->ops->received(conn, msg.payload, msg.hdr.inline_len, conn->cb_arg);
-        pthread_mutex_lock(&conn->lock);
-        conn->stats.received++;
-        pthread_mutex_unlock(&conn->lock);
-    }
-    pthread_mutex_lock(&conn->lock);
-    if (conn->state != GFR_CONN_DISCONNECTING && post_recv(conn, ctx->slot) == 0)
-        gfr_credits_on_repost(&conn->credits, 1);
-    flush_locked(conn);
-    pthread_mutex_unlock(&conn->lock);
-}
-
-void
-gfr_rdma_conn_complete(struct ibv_wc *wc)
-{
-    struct gfr_rdma_wr *ctx = (struct gfr_rdma_wr *)(uintptr_t)wc->wr_id;
-    struct gfr_rdma_conn *conn = ctx->conn;
-
-    if (wc->status != IBV_WC_SUCCESS) {
-        if (wc->status != IBV_WC_WR_FLUSH_ERR)
-            gfr_rdma_log("work request failed: %s (vendor error %u); disconnecting",
-                         ibv_wc_status_str(wc->status), wc->vendor_err);
-        gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
-    } else if (ctx->is_recv) {
-        handle_recv(conn, ctx, wc);
-    }
-    if (!ctx->is_recv) {
-        pthread_mutex_lock(&conn->lock);
-        conn->free_slots[conn->nfree++] = ctx->slot;
-        flush_locked(conn);
-        pthread_mutex_unlock(&conn->lock);
-    }
-    wr_done(conn);
 }
 
 static void
@@ -522,19 +317,16 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     cds_list_del(&conn->link);
     pthread_mutex_unlock(&engine->lock);
 
+    pthread_mutex_lock(&conn->lock);
+    conn->state = GFR_CONN_DISCONNECTING;
+    pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_bulk_release_all(conn);
     if (conn->ops && conn->ops->disconnected)
         conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
     else if (!conn->ops)
         conn->released = 1; /* never handed to an owner */
 
     pthread_mutex_lock(&conn->lock);
-    conn->state = GFR_CONN_DISCONNECTING;
-    while (!cds_list_empty(&conn->pending)) {
-        struct gfr_rdma_pending *p =
-            cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
-        cds_list_del(&p->link);
-        free(p);
-    }
     if (conn->qp)
         rdma_destroy_qp(conn->id);
     conn->qp = NULL;

@@ -135,6 +135,9 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     }
     dev->cq_size = attr.max_cqe < CQ_ENTRIES_WANTED ? attr.max_cqe : CQ_ENTRIES_WANTED;
     dev->max_inline = 256;
+    dev->max_rd_atom = attr.max_qp_rd_atom > 255 ? 255 : (uint32_t)attr.max_qp_rd_atom;
+    dev->max_init_rd_atom = attr.max_qp_init_rd_atom > 255
+                                ? 255 : (uint32_t)attr.max_qp_init_rd_atom;
     dev->pd = ibv_alloc_pd(verbs);
     dev->channel = dev->pd ? ibv_create_comp_channel(verbs) : NULL;
     dev->cq = dev->channel ? ibv_create_cq(verbs, dev->cq_size, dev, dev->channel, 0) : NULL;

@@ -49,10 +49,15 @@ reject_reason_to_errno(const struct rdma_cm_event *event)
     return -ECONNREFUSED;
 }
 
+/* Connection parameters, after gfr_rdma_conn_setup (the device is known):
+ * as many RDMA READs in flight each way as rdma-depth and the device
+ * allow. */
 static void
-fill_conn_param(const struct gfr_rdma *engine, struct rdma_conn_param *param,
+fill_conn_param(const struct gfr_rdma_conn *conn, struct rdma_conn_param *param,
                 uint8_t *private_data)
 {
+    const struct gfr_rdma *engine = conn->engine;
+    uint32_t depth = engine->opts.rdma_depth;
     struct gfr_cm_params local;
 
     gfr_rdma_conn_local_params(engine, &local);
@@ -62,8 +67,10 @@ fill_conn_param(const struct gfr_rdma *engine, struct rdma_conn_param *param,
     param->private_data_len = GFR_CM_PRIVATE_SIZE;
     param->retry_count = engine->opts.retry_count;
     param->rnr_retry_count = engine->opts.rnr_retry;
-    param->responder_resources = 1;
-    param->initiator_depth = 1;
+    param->responder_resources = (uint8_t)(depth < conn->dev->max_rd_atom
+                                           ? depth : conn->dev->max_rd_atom);
+    param->initiator_depth = (uint8_t)(depth < conn->dev->max_init_rd_atom
+                                       ? depth : conn->dev->max_init_rd_atom);
 }
 
 /* A failure before the connection exists on the wire: flush and reap. */
@@ -118,7 +125,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     if (!err)
         err = gfr_rdma_conn_negotiate(conn, &peer);
     if (!err) {
-        fill_conn_param(engine, &param, private_data);
+        fill_conn_param(conn, &param, private_data);
         if (rdma_accept(conn->id, &param) != 0)
             err = -errno;
     }
@@ -179,7 +186,7 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
 
         err = gfr_rdma_conn_setup(conn);
         if (!err) {
-            fill_conn_param(engine, &param, private_data);
+            fill_conn_param(conn, &param, private_data);
             conn->state = GFR_CONN_CONNECTING;
             if (rdma_connect(conn->id, &param) != 0)
                 err = -errno;

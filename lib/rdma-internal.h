@@ -3,11 +3,12 @@
  * The engine's shared state.  Who touches what:
  *  - engine lists (devices, conns, listeners) and the reap list: under
  *    engine->lock;
- *  - a connection's send side (slots, pending queue, credits) and state:
- *    under conn->lock;
+ *  - a connection's send side (slots, pending queue, credits), its state,
+ *    its offers, the peer's write lists and its transfers: under
+ *    conn->lock;
  *  - conn->outstanding: references, uatomic: one for the CM side until no
  *    CM event can come (cm_done), one per posted work request, one per
- *    message handed to the pool; the thread that drops the last queues the
+ *    message in the worker pool; the thread that drops the last queues the
  *    connection for the CM thread to free, so a poller handling a
  *    completion always sees a live connection;
  *  - CM events are handled only on the CM thread, which also runs every
@@ -27,6 +28,7 @@
 #include "gfr_credits.h"
 #include "gfr_rdma.h"
 #include "gfr_wire.h"
+#include "gfr_xfer.h"
 
 /* Where a connection is; the CM thread moves it forward. */
 enum gfr_conn_state {
@@ -47,21 +49,106 @@ struct gfr_rdma_dev {
     int cq_size;
     int cq_reserved; /* entries promised to QPs, under engine->lock */
     uint32_t max_inline;
+    uint32_t max_rd_atom;      /* RDMA READs a QP answers at once */
+    uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
     pthread_t poller;
     int stopping;
 };
+
+enum gfr_wr_kind {
+    GFR_WR_RECV,
+    GFR_WR_SEND,
+    GFR_WR_RDMA, /* a READ or WRITE of a transfer */
+};
+
+struct gfr_rdma_offer;
+struct gfr_rdma_xfer;
 
 /* The context of one work request (its wr_id). */
 struct gfr_rdma_wr {
     struct gfr_rdma_conn *conn;
     uint32_t slot;
-    uint8_t is_recv;
+    uint8_t kind;                 /* enum gfr_wr_kind */
+    struct gfr_rdma_offer *offer; /* SEND: released when it completes */
+    struct gfr_rdma_xfer *xfer;   /* RDMA */
 };
 
+/* An encoded message waiting for credits or a send slot; its credits
+ * field is filled in when it is posted.  Owns one part of offer. */
 struct gfr_rdma_pending {
     struct cds_list_head link;
+    struct gfr_rdma_offer *offer;
     size_t len;
     uint8_t data[];
+};
+
+#define GFR_RDMA_XID_BUCKETS 64
+
+/*
+ * Our memory a message uses until the engine is done with it: the caller's
+ * buffers (registered per transfer) or a copy.  parts counts what is still
+ * awaited: the SEND's completion, the peer's DONE (a read list was
+ * offered), the reply (a write list was offered), the reply's delivery.
+ * Lives in conn->offers from submission to its done callback, so the end
+ * of a connection finds every one of them.  Owner: the connection.
+ */
+struct gfr_rdma_offer {
+    struct cds_list_head link; /* conn->offers[xid % GFR_RDMA_XID_BUCKETS] */
+    uint32_t xid;
+    unsigned parts;
+    uint8_t await_done;
+    uint8_t await_reply;
+    int status;
+    unsigned n_mr;
+    struct ibv_mr *mr[2 * GFR_WIRE_MAX_SEGS];
+    struct ibv_mr *write_mr[GFR_WIRE_MAX_SEGS]; /* revoked when the reply comes */
+    unsigned n_write_mr;
+    uint64_t write_total;
+    void *copy; /* owned copy of the body (gfr_rdma_send, too many iovecs) */
+    gfr_rdma_done_fn done;
+    void *cb_arg;
+};
+
+/* A write list the peer offered with request xid, kept for our reply. */
+struct gfr_rdma_peer_wl {
+    struct cds_list_head link; /* conn->peer_wl[xid % GFR_RDMA_XID_BUCKETS] */
+    uint32_t xid;
+    unsigned n;
+    uint64_t total;
+    struct gfr_wire_seg seg[GFR_WIRE_MAX_SEGS];
+};
+
+/* A transfer's stage (conn->lock). */
+enum gfr_xfer_state {
+    GFR_XFER_POSTING,  /* on conn->xfers: operations left to post */
+    GFR_XFER_DRAINING, /* all posted; waiting for their completions */
+};
+
+/*
+ * A bulk transfer: PULL reads a received message's read list into buf,
+ * then sends DONE and delivers the message; PUSH writes our reply's bulk
+ * into the peer's write list, then sends the reply.  At most rdma-depth
+ * READs and WRITEs are in flight per connection.  Owner: the connection
+ * until it finishes (gfr_rdma_xfer_complete), then nobody.
+ */
+struct gfr_rdma_xfer {
+    struct cds_list_head link; /* conn->xfers while POSTING */
+    struct gfr_rdma_wr ctx;
+    enum gfr_xfer_state state;
+    int is_pull;
+    int failed;
+    uint32_t inflight;
+    struct gfr_xfer plan;
+    struct gfr_xfer_local local[GFR_WIRE_MAX_SEGS];
+    struct gfr_wire_seg remote[GFR_WIRE_MAX_SEGS];
+    /* PULL: the message being received; buf holds head then bulk */
+    struct gfr_rdma_rx rx;
+    uint8_t *buf;
+    struct ibv_mr *mr;
+    struct gfr_rdma_offer *reply_to; /* our request this answers, if any */
+    /* PUSH: the reply to send once written, and its offer */
+    struct gfr_rdma_pending *reply;
+    struct gfr_rdma_offer *offer;
 };
 
 /* What an rdma_cm_id's context points to: the first member of both. */
@@ -89,6 +176,10 @@ struct gfr_rdma_conn {
     struct cds_list_head pending;
     struct gfr_rdma_conn_stats stats;
     uint32_t xid;
+    struct cds_list_head offers[GFR_RDMA_XID_BUCKETS];
+    struct cds_list_head peer_wl[GFR_RDMA_XID_BUCKETS];
+    struct cds_list_head xfers;
+    uint32_t rdma_inflight;
 
     uint32_t nrecv;      /* receive buffers (local credits) */
     uint32_t nsend;      /* send slots */
@@ -111,12 +202,15 @@ struct gfr_rdma_conn {
     int released;  /* the owner let go; under engine->lock */
 };
 
-/* A received message on its way through the worker pool: a copy of the
- * payload, and one unit of conn->outstanding until it has been handled. */
+/* A received message on its way through the worker pool: one unit of
+ * conn->outstanding until it has been handled.  head points into data (a
+ * copy of the inline part) or into a finished pull's buffer. */
 struct gfr_rdma_delivery {
     struct gfr_pool_job job;
     struct gfr_rdma_conn *conn;
-    size_t len;
+    struct gfr_rdma_rx rx;
+    uint8_t *owned;                  /* freed after received */
+    struct gfr_rdma_offer *reply_to; /* its part is released after received */
     uint8_t data[];
 };
 
@@ -151,7 +245,7 @@ int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
 void gfr_rdma_dev_put(struct gfr_rdma_dev *dev, int cq_entries);
 void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
 
-/* rdma-conn.c */
+/* rdma-conn.c: a connection's life */
 struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine);
 int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
@@ -159,11 +253,57 @@ void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
 int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
                             const struct gfr_cm_params *peer);
 void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
-void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
+int gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t slot);
+
+/* rdma-send.c: slots, credits and the pending queue */
+int gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
+                         const struct gfr_wire_seg *read, const struct gfr_wire_seg *write,
+                         const struct iovec *iov, unsigned iovcnt,
+                         struct gfr_rdma_offer *offer);
+struct gfr_rdma_pending *gfr_rdma_encode(const struct gfr_wire_hdr *hdr,
+                                         const struct gfr_wire_seg *read,
+                                         const struct gfr_wire_seg *write,
+                                         const struct iovec *iov, unsigned iovcnt);
+void gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p);
+void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
+void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
+void gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok);
+
+/* rdma-recv.c: completions, decoding, delivery */
 void gfr_rdma_conn_complete(struct ibv_wc *wc);
+void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
+                      uint8_t *owned, struct gfr_rdma_offer *reply_to);
+
+/* rdma-bulk.c: offers, the peer's write lists, transfers */
+struct gfr_rdma_offer *gfr_rdma_offer_new(struct gfr_rdma_conn *conn);
+int gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                            void *addr, size_t len, int access, struct ibv_mr **mr);
+struct gfr_rdma_offer *gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn,
+                                                  uint32_t xid, int want_reply);
+void gfr_rdma_offer_put(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                        int status);
+void gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer);
+void gfr_rdma_offer_pulled(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                           int status);
+int gfr_rdma_peer_wl_add_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg);
+struct gfr_rdma_peer_wl *gfr_rdma_peer_wl_take_locked(struct gfr_rdma_conn *conn,
+                                                      uint32_t xid);
+int gfr_rdma_pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+                               struct gfr_rdma_offer *reply_to);
+int gfr_rdma_push_start_locked(struct gfr_rdma_conn *conn,
+                               const struct gfr_rdma_peer_wl *wl,
+                               const struct gfr_xfer_local *local, unsigned n_local,
+                               uint64_t total, struct gfr_rdma_pending *reply,
+                               struct gfr_rdma_offer *offer);
+void gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn);
+void gfr_rdma_xfer_complete(struct gfr_rdma_wr *ctx, int ok);
+void gfr_rdma_bulk_release_all(struct gfr_rdma_conn *conn);
 
 /* Logging (stderr until the GlusterFS plugin sets its own). */
 void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -11,7 +11,7 @@
 static int
 type_known(unsigned type)
 {
-    return type >= GFR_WIRE_MSG && type <= GFR_WIRE_ERROR;
+    return type >= GFR_WIRE_MSG && type <= GFR_WIRE_REPLY;
 }
 
 static uint8_t *
@@ -117,9 +117,13 @@ gfr_wire_decode(const void *buf, size_t len,
     head = gfr_wire_hdr_len(hdr->n_read, hdr->n_write);
     if (len < head || len - head != hdr->inline_len)
         return violation(reason, "length does not match the header");
-    if (hdr->type != GFR_WIRE_MSG &&
+    if (hdr->type != GFR_WIRE_MSG && hdr->type != GFR_WIRE_REPLY &&
         (hdr->n_read || hdr->n_write || hdr->inline_len || hdr->read_len))
         return violation(reason, "lists or payload on a control message");
+    if (hdr->type == GFR_WIRE_REPLY && hdr->n_write)
+        return violation(reason, "write list on a reply");
+    if (hdr->type == GFR_WIRE_MSG && hdr->written)
+        return violation(reason, "bytes written claimed by a message that is not a reply");
 
     p = get_segs(p + GFR_WIRE_HDR_SIZE, msg->read, hdr->n_read);
     p = get_segs(p, msg->write, hdr->n_write);
@@ -137,7 +141,7 @@ gfr_wire_decode(const void *buf, size_t len,
         return violation(reason, "write list larger than negotiated");
     if (read_sum != hdr->read_len)
         return violation(reason, "read segments do not add up to read_len");
-    if ((uint64_t)len + read_sum > limits->max_msg)
+    if ((uint64_t)hdr->inline_len + read_sum > limits->max_msg)
         return violation(reason, "message larger than negotiated");
     msg->payload = p;
     return 0;

@@ -6,13 +6,20 @@
  *       accepts CONNS connections (default 1), echoes every message back
  *       with its bytes inverted, exits 0 once all have disconnected in order
  *   engine-test client ADDR PORT BINDADDR [-c CONNS] [-n COUNT] [-b BURST]
- *                      [-o key=value]...
+ *                      [-s MAXSIZE] [-o key=value]...
  *       opens CONNS connections at once; on each, sends COUNT messages of
- *       pseudo-random sizes (4 bytes to the maximum payload) in bursts of
+ *       pseudo-random sizes (1 byte to the inline maximum, or to MAXSIZE,
+ *       log-uniform, so large bodies travel as read lists) in bursts of
  *       BURST without waiting, checks every echo byte by byte, disconnects;
  *       exits 0 when all were verified, 2 when a connection could not be
  *       established, 3 when the peer went away and every connection
  *       reported it exactly once
+ *   -r (client and server): request/reply instead of echo.  Each request
+ *       offers a reply buffer of a random size up to MAXSIZE and asks for
+ *       a reply body of another; the server replies with gfr_rdma_submit,
+ *       so a reply that fits the offered buffer is RDMA-written into it and
+ *       a larger one is pulled; the client checks every byte wherever it
+ *       landed
  *   engine-test cycles ADDR PORT BINDADDR -c ROUNDS
  *       connects, exchanges 4 messages and disconnects ROUNDS times, one
  *       connection at a time (the server runs with -c ROUNDS); then prints
@@ -52,6 +59,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int is_server;
+    int request_reply;
     unsigned accepted;
     unsigned disconnected;
     struct peer peers[1024];
@@ -77,39 +85,163 @@ on_connected(struct gfr_rdma_conn *conn, void *cb_arg)
     pthread_mutex_unlock(&st.lock);
 }
 
+/* Byte i of a received body (head, then bulk). */
+static uint8_t
+body_byte(const struct gfr_rdma_rx *rx, size_t i)
+{
+    return i < rx->head_len ? ((const uint8_t *)rx->head)[i]
+                            : ((const uint8_t *)rx->bulk)[i - rx->head_len];
+}
+
+/* Fills a message body: bytes 0..3 carry seq when there is room, and a
+ * body shorter than 4 bytes uses its length as seq. */
 static void
-on_received(struct gfr_rdma_conn *conn, const void *data, size_t len, void *cb_arg)
+fill_body(uint8_t *buf, size_t len, uint32_t seq)
+{
+    if (len >= 4)
+        memcpy(buf, &seq, 4);
+    else
+        seq = (uint32_t)len;
+    for (size_t i = len >= 4 ? 4 : 0; i < len; i++)
+        buf[i] = pattern(seq, i);
+}
+
+/* Checks an echoed (inverted) body. */
+static int
+echo_ok(const struct gfr_rdma_rx *rx)
+{
+    size_t len = rx->head_len + rx->bulk_len;
+    uint32_t seq = (uint32_t)len;
+    size_t i = 0;
+
+    if (len >= 4) {
+        uint8_t b[4];
+
+        for (; i < 4; i++)
+            b[i] = (uint8_t)(body_byte(rx, i) ^ 0xffu);
+        memcpy(&seq, b, 4);
+    }
+    for (; i < len; i++) {
+        uint8_t got = (uint8_t)(body_byte(rx, i) ^ 0xffu);
+
+        if (got != pattern(seq, i))
+            return 0;
+    }
+    return 1;
+}
+
+/* Request/reply mode: a request's head. */
+struct rr_request {
+    uint32_t seq;
+    uint32_t reply_len; /* body bytes the reply's bulk must carry */
+};
+
+/* One outstanding request of the client: its offered reply buffer. */
+struct rr_slot {
+    uint8_t *reply_buf;
+    size_t reply_cap;
+    uint32_t reply_len;
+    struct rr_request req;
+    struct iovec head;
+    struct iovec reply;
+};
+
+static void
+free_after_send(void *cb_arg, int status)
+{
+    (void)status;
+    free(cb_arg);
+}
+
+/* Server: answers a request with reply_len bytes of pattern(seq). */
+static void
+serve_request(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx)
+{
+    struct rr_request req;
+    struct gfr_rdma_msg msg = {.xid = rx->xid, .is_reply = 1};
+    struct iovec iov[2];
+    uint8_t *body;
+    int err;
+
+    if (rx->head_len < sizeof(req)) {
+        fprintf(stderr, "engine-test: server: short request\n");
+        return;
+    }
+    memcpy(&req, rx->head, sizeof(req));
+    body = malloc(sizeof(req) + req.reply_len);
+    if (!body)
+        abort();
+    memcpy(body, &req, sizeof(req));
+    for (size_t i = 0; i < req.reply_len; i++)
+        body[sizeof(req) + i] = pattern(req.seq, i);
+    iov[0] = (struct iovec){body, sizeof(req)};
+    iov[1] = (struct iovec){body + sizeof(req), req.reply_len};
+    msg.head = &iov[0];
+    msg.head_cnt = 1;
+    msg.bulk = &iov[1];
+    msg.bulk_cnt = 1;
+    msg.done = free_after_send;
+    msg.cb_arg = body;
+    err = gfr_rdma_submit(conn, &msg);
+    if (err) {
+        free(body);
+        fprintf(stderr, "engine-test: server: reply failed: %s\n", strerror(-err));
+    }
+}
+
+/* Client: a reply's data is in the offered buffer (written) or follows the
+ * echoed request head in the body. */
+static int
+reply_ok(const struct gfr_rdma_rx *rx, const struct rr_slot *slot)
+{
+    size_t body = rx->head_len + rx->bulk_len;
+
+    if (body < sizeof(struct rr_request))
+        return 0;
+    if (rx->written) {
+        if (rx->written != slot->reply_len || body != sizeof(struct rr_request))
+            return 0;
+        for (size_t i = 0; i < rx->written; i++)
+            if (slot->reply_buf[i] != pattern(slot->req.seq, i))
+                return 0;
+        return 1;
+    }
+    if (body - sizeof(struct rr_request) != slot->reply_len)
+        return 0;
+    for (size_t i = 0; i < slot->reply_len; i++)
+        if (body_byte(rx, sizeof(struct rr_request) + i) != pattern(slot->req.seq, i))
+            return 0;
+    return 1;
+}
+
+static struct rr_slot *rr_slots; /* client, request/reply: by xid */
+
+static void
+on_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, void *cb_arg)
 {
     struct peer *peer = cb_arg;
-    const uint8_t *p = data;
     int ok = 1;
 
-    if (st.is_server) {
-        uint8_t *echo = malloc(len);
+    if (st.is_server && st.request_reply) {
+        serve_request(conn, rx);
+    } else if (st.is_server) {
+        size_t len = rx->head_len + rx->bulk_len;
+        uint8_t *echo = malloc(len ? len : 1);
         int err;
 
         if (!echo)
             abort();
         for (size_t i = 0; i < len; i++)
-            echo[i] = (uint8_t)(p[i] ^ 0xffu);
+            echo[i] = (uint8_t)(body_byte(rx, i) ^ 0xffu);
         err = gfr_rdma_send(conn, echo, len);
         free(echo);
         if (err)
-            fprintf(stderr, "engine-test: server: echo failed: %s\n", strerror(-err));
+            fprintf(stderr, "engine-test: server: echo of %zu bytes failed: %s\n", len,
+                    strerror(-err));
+    } else if (st.request_reply) {
+        ok = rx->is_reply && reply_ok(rx, &rr_slots[rx->xid]);
     } else {
-        uint32_t seq;
-
-        ok = len >= 4;
-        if (ok) {
-            memcpy(&seq, p, 4);
-            seq = ~seq;
-            for (size_t i = 4; i < len && ok; i++) {
-                uint8_t got = (uint8_t)(p[i] ^ 0xffu);
-                uint8_t want = pattern(seq, i);
-
-                ok = got == want;
-            }
-        }
+        ok = echo_ok(rx);
     }
     pthread_mutex_lock(&st.lock);
     if (!ok)
@@ -226,21 +358,74 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     return bad_reasons == 0 ? 0 : 1;
 }
 
+/* A size from 1 to max, log-uniform: every order of magnitude is as
+ * likely, so both tiny and multi-megabyte bodies occur. */
+static size_t
+random_size(size_t max)
+{
+    unsigned bits = 0;
+    size_t top;
+
+    while (((size_t)1 << (bits + 1)) <= max)
+        bits++;
+    top = (size_t)1 << ((unsigned)rand() % (bits + 1));
+    top = top + (size_t)rand() % top;
+    return top > max ? max : top;
+}
+
+static void
+request_done(void *cb_arg, int status)
+{
+    struct rr_slot *slot = cb_arg;
+
+    if (status)
+        fprintf(stderr, "engine-test: client: request %u ended with %s\n", slot->req.seq,
+                strerror(-status));
+    free(slot->reply_buf);
+    slot->reply_buf = NULL;
+}
+
+/* Request/reply mode: request k offers a reply buffer and asks for a reply
+ * body that fits it three times in four. */
+static int
+send_request(struct peer *peer, size_t max, unsigned long k)
+{
+    struct rr_slot *slot = &rr_slots[k];
+    struct gfr_rdma_msg msg = {.xid = (uint32_t)k};
+    size_t cap = random_size(max);
+
+    slot->reply_len = (uint32_t)(rand() % 4 ? 1 + (size_t)rand() % cap : random_size(max));
+    slot->reply_cap = cap;
+    slot->reply_buf = malloc(cap);
+    if (!slot->reply_buf)
+        return -ENOMEM;
+    memset(slot->reply_buf, 0, cap);
+    slot->req = (struct rr_request){.seq = (uint32_t)k, .reply_len = slot->reply_len};
+    slot->head = (struct iovec){&slot->req, sizeof(slot->req)};
+    slot->reply = (struct iovec){slot->reply_buf, cap};
+    msg.head = &slot->head;
+    msg.head_cnt = 1;
+    msg.reply = &slot->reply;
+    msg.reply_cnt = 1;
+    msg.done = request_done;
+    msg.cb_arg = slot;
+    return gfr_rdma_submit(peer->conn, &msg);
+}
+
 static int
 send_burst(struct peer *peer, uint8_t *buf, size_t max, unsigned long first,
            unsigned long n)
 {
     for (unsigned long k = first; k < first + n; k++) {
-        size_t len = 4 + (size_t)rand() % (max - 3);
-        uint32_t seq = (uint32_t)k;
+        size_t len = random_size(max);
         int err;
 
-        if (len > max)
-            len = max;
-        memcpy(buf, &seq, 4);
-        for (size_t i = 4; i < len; i++)
-            buf[i] = pattern(seq, i);
-        err = gfr_rdma_send(peer->conn, buf, len);
+        if (st.request_reply) {
+            err = send_request(peer, max, k);
+        } else {
+            fill_body(buf, len, (uint32_t)k);
+            err = gfr_rdma_send(peer->conn, buf, len);
+        }
         if (err) {
             fprintf(stderr, "engine-test: client: send %lu failed: %s\n", k,
                     strerror(-err));
@@ -253,12 +438,14 @@ send_burst(struct peer *peer, uint8_t *buf, size_t max, unsigned long first,
 static int
 run_client(struct gfr_rdma *engine, const char *addr, const char *port,
            const char *bind_addr, unsigned conns, unsigned long count,
-           unsigned burst)
+           unsigned burst, size_t max_size)
 {
     struct sockaddr_storage dst;
     struct sockaddr_storage src;
     struct gfr_rdma_conn_stats stats;
     unsigned long queued = 0, updates = 0, received = 0, bad = 0;
+    unsigned long bulk_pulled = 0, bulk_offered = 0, registrations = 0;
+    unsigned long registration_ns = 0;
     uint8_t *buf;
     size_t max;
     unsigned long sent = 0;
@@ -284,7 +471,12 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
             return 2;
         }
     }
-    max = gfr_rdma_max_payload(st.peers[0].conn);
+    max = max_size ? max_size : gfr_rdma_max_inline(st.peers[0].conn);
+    if (max > gfr_rdma_max_msg(st.peers[0].conn) -
+                  (st.request_reply ? sizeof(struct rr_request) : 0))
+        return die("client: -s is larger than the negotiated max-msg");
+    if (st.request_reply && (conns != 1 || !(rr_slots = calloc(count, sizeof(*rr_slots)))))
+        return die("client: -r takes one connection (and memory)");
     buf = malloc(max);
     if (!buf)
         return die("client: out of memory");
@@ -328,6 +520,10 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
         gfr_rdma_conn_stats(st.peers[c].conn, &stats);
         queued += stats.queued_for_credits;
         updates += stats.credit_updates;
+        bulk_pulled += stats.bulk_pulled;
+        bulk_offered += stats.bulk_offered;
+        registrations += stats.registrations;
+        registration_ns += stats.registration_ns;
         gfr_rdma_disconnect(st.peers[c].conn);
     }
     pthread_mutex_lock(&st.lock);
@@ -343,9 +539,15 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
         return die("client: the disconnects did not complete");
     for (unsigned c = 0; c < conns; c++)
         gfr_rdma_conn_release(st.peers[c].conn);
-    printf("engine-test: client: %u connections, %lu messages of 4..%zu bytes verified "
-           "both ways, %lu bad; %lu sends waited for credits, %lu credit updates\n",
-           conns, received, max, bad, queued, updates);
+    printf("engine-test: client: %u connections, %lu %s of 1..%zu bytes verified "
+           "both ways, %lu bad; %lu sends waited for credits, %lu credit updates; "
+           "bulk: %lu bytes pulled, %lu offered as read lists, %lu registrations "
+           "(%.1f us each)\n",
+           conns, received, st.request_reply ? "requests with replies" : "messages", max,
+           bad, queued, updates, bulk_pulled, bulk_offered, registrations,
+           registrations ? registration_ns / 1e3 / registrations : 0.0);
+    free(rr_slots);
+    rr_slots = NULL;
     return bad == 0 && received == count * conns ? 0 : 1;
 }
 
@@ -382,7 +584,7 @@ run_cycles(struct gfr_rdma *engine, const char *addr, const char *port,
     for (unsigned r = 0; r < rounds; r++) {
         memset(&st.peers[0], 0, sizeof(st.peers[0]));
         st.disconnected = 0;
-        if (run_client(engine, addr, port, bind_addr, 1, 4, 2) != 0) {
+        if (run_client(engine, addr, port, bind_addr, 1, 4, 2, 0) != 0) {
             fprintf(stderr, "engine-test: cycles: round %u failed\n", r);
             return 1;
         }
@@ -409,11 +611,12 @@ main(int argc, char **argv)
     unsigned long count = 1000;
     unsigned burst = 1;
     unsigned conns = 1;
+    size_t max_size = 0;
     int opt;
     int rc;
 
     gfr_rdma_opts_init(&opts);
-    while ((opt = getopt(argc, argv, "c:n:b:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:b:s:ro:")) != -1) {
         char why[160];
         char *eq;
 
@@ -421,6 +624,8 @@ main(int argc, char **argv)
         case 'n': count = strtoul(optarg, NULL, 10); break;
         case 'c': conns = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'b': burst = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 's': max_size = strtoul(optarg, NULL, 0); break;
+        case 'r': st.request_reply = 1; break;
         case 'o':
             eq = strchr(optarg, '=');
             if (!eq)
@@ -433,7 +638,7 @@ main(int argc, char **argv)
             break;
         default:
             return die("usage: engine-test server ADDR PORT | client|cycles ADDR PORT "
-                       "BIND [-c CONNS] [-n N] [-b B] [-o k=v]");
+                       "BIND [-c CONNS] [-n N] [-b B] [-s MAX] [-r] [-o k=v]");
         }
     }
     if (argc - optind < 3 || burst == 0 || conns == 0 || conns > 1024)
@@ -451,7 +656,7 @@ main(int argc, char **argv)
         rc = run_cycles(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3], conns);
     else if (strcmp(argv[optind], "client") == 0 && argc - optind >= 4)
         rc = run_client(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3],
-                        conns, count, burst);
+                        conns, count, burst, max_size);
     else
         rc = die("first argument: server or client");
     gfr_rdma_destroy(engine);

@@ -118,7 +118,7 @@ test_bad_version_and_type(void **state)
     len = encode_sample();
     buf[1] = 0;
     expect_violation(len, "unknown message type");
-    buf[1] = 5;
+    buf[1] = 6;
     expect_violation(len, "unknown message type");
 }
 
@@ -152,10 +152,17 @@ test_oversized_messages(void **state)
     struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .n_read = 1};
     struct gfr_wire_seg read = {0x1000, 1, 1 << 20};
     struct gfr_wire_seg write = {0x1000, 1, (1 << 20) + 1};
+    struct gfr_wire_msg msg;
     ssize_t n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
 
+    /* max_msg bounds the body: exactly max_msg of read data is fine, one
+     * inline byte more is not. */
     assert_true(n > 0);
-    expect_violation((size_t)n, "message larger than negotiated");
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    hdr.inline_len = 1;
+    n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n + 1, "message larger than negotiated");
+    hdr.inline_len = 0;
     hdr.n_read = 0;
     hdr.n_write = 1;
     n = gfr_wire_encode(&hdr, NULL, &write, buf, sizeof(buf));
@@ -169,6 +176,36 @@ test_control_message_with_payload(void **state)
     ssize_t n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
 
     expect_violation((size_t)n + 4, "lists or payload on a control message");
+}
+
+/* A reply names what it wrote, and only a reply does; a reply offers no
+ * write list (nothing answers it). */
+static void
+test_reply_rules(void **state)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_REPLY, .n_read = 1, .xid = 3,
+                               .inline_len = 2, .written = 4096};
+    struct gfr_wire_seg read = {0x1000, 7, 100};
+    struct gfr_wire_seg write = {0x2000, 8, 4096};
+    struct gfr_wire_msg msg;
+    ssize_t n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
+
+    assert_true(n > 0);
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n + 2, &limits, &msg, NULL), 0);
+    assert_int_equal(msg.hdr.type, GFR_WIRE_REPLY);
+    assert_int_equal(msg.hdr.written, 4096);
+    assert_int_equal(msg.hdr.read_len, 100);
+
+    hdr.n_read = 0;
+    hdr.n_write = 1;
+    n = gfr_wire_encode(&hdr, NULL, &write, buf, sizeof(buf));
+    expect_violation((size_t)n + 2, "write list on a reply");
+
+    hdr.type = GFR_WIRE_MSG;
+    hdr.n_write = 0;
+    n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n + 2,
+                     "bytes written claimed by a message that is not a reply");
 }
 
 static void
@@ -205,6 +242,7 @@ main(void)
         cmocka_unit_test(test_read_lengths_must_add_up),
         cmocka_unit_test(test_oversized_messages),
         cmocka_unit_test(test_control_message_with_payload),
+        cmocka_unit_test(test_reply_rules),
         cmocka_unit_test(test_encode_refuses_bad_input),
     };
 
