@@ -270,6 +270,7 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
             gfr_rdma_conn_fail_locked(conn, -EIO);
             return;
         }
+        gfr_rdma_sq_push_locked(conn, &x->ctx);
         x->inflight++;
         conn->rdma_inflight++;
         if (x->plan.left == 0) {
@@ -412,9 +413,11 @@ gfr_rdma_xfer_complete(struct gfr_rdma_wr *ctx, int ok)
 {
     struct gfr_rdma_conn *conn = ctx->conn;
     struct gfr_rdma_xfer *x = ctx->xfer;
+    unsigned retired;
     int finished;
 
     pthread_mutex_lock(&conn->lock);
+    retired = gfr_rdma_sq_retire_locked(conn, ctx);
     x->inflight--;
     conn->rdma_inflight--;
     if (!ok)
@@ -426,6 +429,7 @@ gfr_rdma_xfer_complete(struct gfr_rdma_wr *ctx, int ok)
     }
     gfr_rdma_xfers_post_locked(conn);
     pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_sq_put(conn, retired);
     if (!finished)
         return;
     if (x->is_pull) {

@@ -64,11 +64,11 @@ gfr_rdma_conn_new(struct gfr_rdma *engine)
     return conn;
 }
 
-/* SENDs, receives, and the READs and WRITEs of transfers. */
+/* Receives, SENDs, the READs and WRITEs of transfers, the drain. */
 static int
 cq_entries(const struct gfr_rdma_conn *conn)
 {
-    return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth);
+    return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth + 1);
 }
 
 /* Posts receive buffer i.  Caller: the CM thread before connecting, or the
@@ -119,9 +119,12 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
     conn->send_wr = calloc(conn->nsend, sizeof(*conn->send_wr));
     conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
+    conn->sq_size = conn->nsend + engine->opts.rdma_depth + 1;
+    conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
     if (!conn->recv_buf || !conn->send_buf || !conn->recv_wr || !conn->send_wr ||
-        !conn->free_slots)
+        !conn->free_slots || !conn->sq_ring)
         return -ENOMEM;
+    conn->drain_wr = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_DRAIN};
     conn->recv_mr = ibv_reg_mr(conn->dev->pd, conn->recv_buf, conn->nrecv * rsize,
                                IBV_ACCESS_LOCAL_WRITE);
     conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->send_buf, conn->nsend * rsize, 0);
@@ -144,7 +147,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     attr.send_cq = conn->dev->cq;
     attr.recv_cq = conn->dev->cq;
     attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = conn->nsend + engine->opts.rdma_depth;
+    attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, the drain */
     attr.cap.max_recv_wr = conn->nrecv;
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
@@ -210,14 +213,37 @@ gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stat
     pthread_mutex_unlock(&conn->lock);
 }
 
-/* Moves the QP to error so every posted work request flushes. */
+/*
+ * Moves the QP to error so every posted work request flushes, then posts
+ * the drain: an unsignaled SEND that completed before gives no completion,
+ * so the drain's (flushed) completion is what retires it.  Caller holds
+ * conn->lock.
+ */
 static void
 flush_qp(struct gfr_rdma_conn *conn)
 {
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->drain_wr,
+                             .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr *bad;
+    int err;
 
-    if (conn->qp)
-        ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+    if (!conn->qp)
+        return;
+    ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+    if (!conn->sq_count)
+        return;
+    gfr_rdma_conn_get(conn);
+    err = ibv_post_send(conn->qp, &wr, &bad);
+    if (err) {
+        /* Cannot tell which unsignaled SENDs completed: keep their
+         * references (the connection is not freed) rather than guess. */
+        gfr_rdma_log("posting the drain of a failed QP: %s; %u send-queue entries "
+                     "stay unaccounted", strerror(err), conn->sq_count);
+        gfr_rdma_conn_put(conn);
+        return;
+    }
+    gfr_rdma_sq_push_locked(conn, &conn->drain_wr);
 }
 
 /*
@@ -346,6 +372,8 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     free(conn->recv_wr);
     free(conn->send_wr);
     free(conn->free_slots);
+    free(conn->sq_ring);
+    conn->sq_ring = NULL;
     conn->recv_buf = conn->send_buf = NULL;
     conn->recv_wr = conn->send_wr = NULL;
     conn->free_slots = NULL;

@@ -58,7 +58,8 @@ struct gfr_rdma_dev {
 enum gfr_wr_kind {
     GFR_WR_RECV,
     GFR_WR_SEND,
-    GFR_WR_RDMA, /* a READ or WRITE of a transfer */
+    GFR_WR_RDMA,  /* a READ or WRITE of a transfer */
+    GFR_WR_DRAIN, /* posted after the QP went to error: retires the rest */
 };
 
 struct gfr_rdma_offer;
@@ -191,6 +192,13 @@ struct gfr_rdma_conn {
     struct gfr_rdma_wr *send_wr;
     uint32_t *free_slots;
     uint32_t nfree;
+    /* Send-queue work requests in post order.  Most SENDs go unsignaled;
+     * a completion retires every entry before its own (RC completes the
+     * send queue in order), and a drain WR retires the rest at the end. */
+    struct gfr_rdma_wr **sq_ring;
+    uint32_t sq_size, sq_head, sq_count;
+    uint32_t unsignaled; /* SENDs since the last signaled one */
+    struct gfr_rdma_wr drain_wr;
 
     unsigned long outstanding;
     int cm_done;      /* no CM event will come any more */
@@ -274,6 +282,9 @@ void gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *
 void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
 void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
 void gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok);
+void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
+unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
+void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 
 /* rdma-recv.c: completions, decoding, delivery */
 void gfr_rdma_conn_complete(struct ibv_wc *wc);

@@ -61,7 +61,7 @@ gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
     opts->pollers = 1;
     opts->dispatch = GFR_DISPATCH_POOL;
     opts->credits = 64;
-    opts->inline_max = 4096;
+    opts->inline_max = 8192;
     opts->max_msg = 4 << 20;
     opts->segment_size = 1 << 20;
     opts->rdma_depth = 4;

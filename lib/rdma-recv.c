@@ -219,6 +219,7 @@ gfr_rdma_conn_complete(struct ibv_wc *wc)
         if (wc->status != IBV_WC_WR_FLUSH_ERR)
             gfr_rdma_log("%s work request failed: %s (vendor error %u); disconnecting",
                          ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
+                         : ctx->kind == GFR_WR_DRAIN ? "the drain"
                          : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
                          ibv_wc_status_str(wc->status), wc->vendor_err);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
@@ -229,6 +230,7 @@ gfr_rdma_conn_complete(struct ibv_wc *wc)
             handle_recv(conn, ctx, wc);
         break;
     case GFR_WR_SEND:
+    case GFR_WR_DRAIN:
         gfr_rdma_send_complete(ctx, ok);
         break;
     default:

@@ -77,11 +77,55 @@ gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
     return p;
 }
 
+/* Records a posted send-queue work request.  Caller holds conn->lock. */
+void
+gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
+{
+    conn->sq_ring[(conn->sq_head + conn->sq_count++) % conn->sq_size] = ctx;
+}
+
+/*
+ * ctx completed: retires it and every send-queue entry posted before it
+ * (unsignaled SENDs that completed without a completion of their own),
+ * freeing their slots.  Returns how many entries other than ctx were
+ * retired: the caller drops that many references (gfr_rdma_sq_put) once
+ * it has let go of conn->lock.  Caller holds conn->lock.
+ */
+unsigned
+gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
+{
+    unsigned earlier = 0;
+
+    while (conn->sq_count) {
+        struct gfr_rdma_wr *e = conn->sq_ring[conn->sq_head];
+
+        conn->sq_head = (conn->sq_head + 1) % conn->sq_size;
+        conn->sq_count--;
+        if (e == ctx)
+            return earlier;
+        /* Only unsignaled SENDs can be passed over: every other entry has
+         * a completion, which came before this one. */
+        conn->free_slots[conn->nfree++] = e->slot;
+        earlier++;
+    }
+    return earlier;
+}
+
+/* Drops the references of n retired work requests.  No lock held. */
+void
+gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n)
+{
+    while (n--)
+        gfr_rdma_conn_put(conn);
+}
+
 /*
  * Posts the message already in slot's buffer, stamping its credit grant.
- * The slot's completion releases offer's part.  Caller holds conn->lock,
- * has taken the slot and the credit.  0 or a negative errno (the slot is
- * free again then).
+ * It is signaled when the slot's completion must release offer's part, or
+ * when half the slots have gone unsignaled (so slots come back while the
+ * peer keeps the queue busy); the others are retired by a later
+ * completion.  Caller holds conn->lock, has taken the slot and the credit.
+ * 0 or a negative errno (the slot is free again then).
  */
 static int
 post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t grant,
@@ -101,7 +145,12 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
+    if (offer || conn->unsignaled + 1 >= conn->nsend / 2) {
+        wr.send_flags = IBV_SEND_SIGNALED;
+        conn->unsignaled = 0;
+    } else {
+        conn->unsignaled++;
+    }
     if (len <= conn->dev->max_inline)
         wr.send_flags |= IBV_SEND_INLINE;
     ctx->offer = offer;
@@ -114,6 +163,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
         gfr_rdma_conn_put(conn);
         return -err;
     }
+    gfr_rdma_sq_push_locked(conn, ctx);
     if (buf[1] == GFR_WIRE_CREDIT)
         conn->stats.credit_updates++;
     else
@@ -216,20 +266,25 @@ gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
     return 0;
 }
 
-/* A SEND completed (ok) or was flushed: its slot is free again and its
- * offer part released.  Poller thread. */
+/* A SEND (or the drain WR) completed (ok) or was flushed: its slot and
+ * those of the unsignaled SENDs before it are free again, its offer part
+ * released.  Poller thread. */
 void
 gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
 {
     struct gfr_rdma_conn *conn = ctx->conn;
     struct gfr_rdma_offer *offer;
+    unsigned retired;
 
     pthread_mutex_lock(&conn->lock);
     offer = ctx->offer;
     ctx->offer = NULL;
-    conn->free_slots[conn->nfree++] = ctx->slot;
+    retired = gfr_rdma_sq_retire_locked(conn, ctx);
+    if (ctx->kind == GFR_WR_SEND)
+        conn->free_slots[conn->nfree++] = ctx->slot;
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_sq_put(conn, retired);
     if (offer)
         gfr_rdma_offer_put(conn, offer, ok ? 0 : -ENOTCONN);
 }

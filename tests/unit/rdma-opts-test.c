@@ -109,7 +109,7 @@ test_relations_are_checked(void **state)
     gfr_rdma_opts_init(&o);
     o.max_msg = 1024;
     assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
-    assert_string_equal(why, "max-msg (1024) is smaller than inline-max (4096)");
+    assert_string_equal(why, "max-msg (1024) is smaller than inline-max (8192)");
     gfr_rdma_opts_init(&o);
     o.segment_size = 8 << 20;
     assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
