@@ -92,6 +92,44 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
 }
 
 /*
+ * rdma_cm chooses the device, port and GID from the addresses; the device,
+ * port and gid-index options say which ones must result, and a mismatch is
+ * refused with a message that names both.  -ENODEV or 0.
+ */
+static int
+check_placement(const struct gfr_rdma_conn *conn)
+{
+    const struct gfr_rdma_opts *opts = &conn->engine->opts;
+    const char *name = ibv_get_device_name(conn->id->verbs->device);
+    union ibv_gid gid;
+
+    if (opts->device[0] && strcmp(opts->device, name) != 0) {
+        gfr_rdma_log("the address resolves to device %s, but device=%s is configured",
+                     name, opts->device);
+        return -ENODEV;
+    }
+    if (opts->device[0] && conn->id->port_num != opts->port) {
+        gfr_rdma_log("the address resolves to %s port %u, but port=%u is configured",
+                     name, conn->id->port_num, opts->port);
+        return -ENODEV;
+    }
+    if (opts->gid_index >= 0) {
+        if (ibv_query_gid(conn->id->verbs, conn->id->port_num, opts->gid_index, &gid) != 0) {
+            gfr_rdma_log("%s port %u has no GID at gid-index=%d", name, conn->id->port_num,
+                         opts->gid_index);
+            return -ENODEV;
+        }
+        if (memcmp(&gid, &conn->id->route.addr.addr.ibaddr.sgid, sizeof(gid)) != 0) {
+            gfr_rdma_log("the address does not use GID %d of %s port %u "
+                         "(gid-index=%d is configured)", opts->gid_index, name,
+                         conn->id->port_num, opts->gid_index);
+            return -ENODEV;
+        }
+    }
+    return 0;
+}
+
+/*
  * Creates the QP and registers and posts the buffers, on the device the CM
  * resolved.  CM thread only.
  */
@@ -103,6 +141,9 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     size_t rsize = engine->opts.inline_max;
     int err;
 
+    err = check_placement(conn);
+    if (err)
+        return err;
     conn->nrecv = engine->opts.credits;
     conn->nsend = engine->opts.credits;
     if (engine->pool) {
@@ -110,7 +151,8 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
         if (err)
             return err;
     }
-    err = gfr_rdma_dev_get(engine, conn->id->verbs, cq_entries(conn), &conn->dev);
+    err = gfr_rdma_dev_get(engine, conn->id->verbs, cq_entries(conn), &conn->dev,
+                           &conn->poller);
     if (err)
         return err;
 
@@ -144,8 +186,8 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     conn->nfree = conn->nsend;
 
     memset(&attr, 0, sizeof(attr));
-    attr.send_cq = conn->dev->cq;
-    attr.recv_cq = conn->dev->cq;
+    attr.send_cq = conn->poller->cq;
+    attr.recv_cq = conn->poller->cq;
     attr.qp_type = IBV_QPT_RC;
     attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, the drain */
     attr.cap.max_recv_wr = conn->nrecv;
@@ -360,8 +402,8 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
         ibv_dereg_mr(conn->recv_mr);
     if (conn->send_mr)
         ibv_dereg_mr(conn->send_mr);
-    if (conn->dev)
-        gfr_rdma_dev_put(conn->dev, cq_entries(conn));
+    if (conn->poller)
+        gfr_rdma_dev_put(conn->poller, cq_entries(conn));
     if (conn->id)
         rdma_destroy_id(conn->id);
     conn->id = NULL;

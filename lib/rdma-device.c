@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Per device (ibv_context): one PD, one completion channel, one CQ shared by
- * every connection on the device, and its poller thread.  Devices are
- * created on first use and live until the engine is destroyed.
+ * Per device (ibv_context): one PD and `pollers` poller threads, each with
+ * its own completion channel and CQ shared by the connections assigned to
+ * it (the least loaded one at connect time).  Devices are created on first
+ * use and live until the engine is destroyed.
  *
- * Locking: the device list and cq_reserved under engine->lock; the poller
- * is the only thread that polls the CQ.
+ * Locking: the device list and cq_reserved under engine->lock; a poller
+ * thread is the only one that polls its CQ.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,10 +34,10 @@ now_ns(void)
 }
 
 static int
-poll_once(struct gfr_rdma_dev *dev)
+poll_once(struct gfr_rdma_poller *p)
 {
     struct ibv_wc wcs[POLL_BATCH];
-    int n = ibv_poll_cq(dev->cq, POLL_BATCH, wcs);
+    int n = ibv_poll_cq(p->cq, POLL_BATCH, wcs);
 
     for (int i = 0; i < n; i++)
         gfr_rdma_conn_complete(&wcs[i]);
@@ -50,69 +51,112 @@ poll_once(struct gfr_rdma_dev *dev)
  * Wakes every 100 ms to notice `stopping`.
  */
 static void
-wait_for_event(struct gfr_rdma_dev *dev)
+wait_for_event(struct gfr_rdma_poller *p)
 {
-    struct pollfd pfd = {.fd = dev->channel->fd, .events = POLLIN};
+    struct pollfd pfd = {.fd = p->channel->fd, .events = POLLIN};
     struct ibv_cq *cq;
     void *ctx;
 
-    if (ibv_req_notify_cq(dev->cq, 0) != 0) {
-        gfr_rdma_log("poller: ibv_req_notify_cq failed: %s", strerror(errno));
+    if (ibv_req_notify_cq(p->cq, 0) != 0) {
+        gfr_rdma_log("poller %u: ibv_req_notify_cq failed: %s", p->index, strerror(errno));
         return;
     }
-    if (poll_once(dev) > 0)
+    if (poll_once(p) > 0)
         return;
     if (poll(&pfd, 1, 100) != 1)
         return;
-    if (ibv_get_cq_event(dev->channel, &cq, &ctx) == 0)
+    if (ibv_get_cq_event(p->channel, &cq, &ctx) == 0)
         ibv_ack_cq_events(cq, 1);
+}
+
+/* Polls for up to spin_ns; 1 when something completed.  The clock is read
+ * every 64 empty polls, not on each. */
+static int
+spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
+{
+    uint64_t start = now_ns();
+
+    for (unsigned i = 1;; i++) {
+        if (poll_once(p) > 0)
+            return 1;
+        caa_cpu_relax();
+        if (i % 64 == 0 && now_ns() - start >= spin_ns)
+            return 0;
+    }
 }
 
 static void *
 poller_main(void *arg)
 {
-    struct gfr_rdma_dev *dev = arg;
-    enum gfr_poll_mode mode = dev->engine->opts.poll_mode;
-    uint64_t spin_ns = (uint64_t)dev->engine->opts.spin_us * 1000;
+    struct gfr_rdma_poller *p = arg;
+    enum gfr_poll_mode mode = p->dev->engine->opts.poll_mode;
+    uint64_t spin_ns = (uint64_t)p->dev->engine->opts.spin_us * 1000;
 
-    while (!uatomic_read(&dev->stopping)) {
-        uint64_t idle_since;
-
-        if (poll_once(dev) > 0)
+    while (!uatomic_read(&p->stopping)) {
+        if (poll_once(p) > 0)
             continue;
         if (mode == GFR_POLL_BUSY) {
             caa_cpu_relax();
             continue;
         }
-        if (mode == GFR_POLL_ADAPTIVE) {
-            int found = 0;
-
-            idle_since = now_ns();
-            while (now_ns() - idle_since < spin_ns) {
-                if (poll_once(dev) > 0) {
-                    found = 1;
-                    break;
-                }
-                caa_cpu_relax();
-            }
-            if (found)
-                continue;
-        }
-        wait_for_event(dev);
+        if (mode == GFR_POLL_ADAPTIVE && spin_ns && spin(p, spin_ns))
+            continue;
+        wait_for_event(p);
     }
     return NULL;
 }
 
 static void
+poller_stop(struct gfr_rdma_poller *p)
+{
+    if (p->started) {
+        uatomic_set(&p->stopping, 1);
+        pthread_join(p->thread, NULL);
+    }
+    if (p->cq)
+        ibv_destroy_cq(p->cq);
+    if (p->channel)
+        ibv_destroy_comp_channel(p->channel);
+}
+
+static void
 dev_free(struct gfr_rdma_dev *dev)
 {
-    if (dev->cq)
-        ibv_destroy_cq(dev->cq);
-    if (dev->channel)
-        ibv_destroy_comp_channel(dev->channel);
+    for (unsigned i = 0; dev->pollers && i < dev->npollers; i++)
+        poller_stop(&dev->pollers[i]);
+    free(dev->pollers);
     if (dev->pd)
         ibv_dealloc_pd(dev->pd);
     free(dev);
+}
+
+static int
+poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
+             const char *name)
+{
+    char thread_name[16];
+    int err;
+
+    p->dev = dev;
+    p->cq_size = cq_size;
+    p->channel = ibv_create_comp_channel(dev->verbs);
+    p->cq = p->channel ? ibv_create_cq(dev->verbs, cq_size, p, p->channel, 0) : NULL;
+    if (!p->cq) {
+        err = -(errno ? errno : ENOMEM);
+        gfr_rdma_log("%s: cannot create completion channel or a CQ of %d entries "
+                     "for poller %u: %s", name, cq_size, p->index, strerror(-err));
+        return err;
+    }
+    err = -pthread_create(&p->thread, NULL, poller_main, p);
+    if (err) {
+        gfr_rdma_log("%s: cannot start poller thread %u: %s", name, p->index,
+                     strerror(-err));
+        return err;
+    }
+    p->started = 1;
+    snprintf(thread_name, sizeof(thread_name), "gfr-p%u/%.8s", p->index, name);
+    pthread_setname_np(p->thread, thread_name);
+    return 0;
 }
 
 static int
@@ -122,6 +166,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     struct ibv_device_attr attr;
     struct gfr_rdma_dev *dev = calloc(1, sizeof(*dev));
     const char *name = ibv_get_device_name(verbs->device);
+    int cq_size;
     int err;
 
     if (!dev)
@@ -133,29 +178,28 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         gfr_rdma_log("%s: ibv_query_device failed: %s", name, strerror(-err));
         goto fail;
     }
-    dev->cq_size = attr.max_cqe < CQ_ENTRIES_WANTED ? attr.max_cqe : CQ_ENTRIES_WANTED;
+    cq_size = attr.max_cqe < CQ_ENTRIES_WANTED ? attr.max_cqe : CQ_ENTRIES_WANTED;
     dev->max_inline = 256;
     dev->max_rd_atom = attr.max_qp_rd_atom > 255 ? 255 : (uint32_t)attr.max_qp_rd_atom;
     dev->max_init_rd_atom = attr.max_qp_init_rd_atom > 255
                                 ? 255 : (uint32_t)attr.max_qp_init_rd_atom;
     dev->pd = ibv_alloc_pd(verbs);
-    dev->channel = dev->pd ? ibv_create_comp_channel(verbs) : NULL;
-    dev->cq = dev->channel ? ibv_create_cq(verbs, dev->cq_size, dev, dev->channel, 0) : NULL;
-    if (!dev->cq) {
+    if (!dev->pd) {
         err = -(errno ? errno : ENOMEM);
-        gfr_rdma_log("%s: cannot create PD, completion channel or a CQ of %d entries: %s",
-                     name, dev->cq_size, strerror(-err));
+        gfr_rdma_log("%s: cannot allocate a protection domain: %s", name, strerror(-err));
         goto fail;
     }
-    err = -pthread_create(&dev->poller, NULL, poller_main, dev);
-    if (err) {
-        gfr_rdma_log("%s: cannot start the poller thread: %s", name, strerror(-err));
+    dev->npollers = engine->opts.pollers;
+    dev->pollers = calloc(dev->npollers, sizeof(*dev->pollers));
+    if (!dev->pollers) {
+        err = -ENOMEM;
         goto fail;
     }
-    {
-        char thread_name[16];
-        snprintf(thread_name, sizeof(thread_name), "gfr-poll/%.6s", name);
-        pthread_setname_np(dev->poller, thread_name);
+    for (unsigned i = 0; i < dev->npollers; i++) {
+        dev->pollers[i].index = i;
+        err = poller_start(dev, &dev->pollers[i], cq_size, name);
+        if (err)
+            goto fail;
     }
     *devp = dev;
     return 0;
@@ -164,12 +208,19 @@ fail:
     return err;
 }
 
+/*
+ * The device for verbs (created on first use) and, for a new connection
+ * needing cq_entries, the poller whose CQ has the most room: connections
+ * spread evenly over a device's pollers.  Takes engine->lock.
+ */
 int
 gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
-                 int cq_entries, struct gfr_rdma_dev **devp)
+                 int cq_entries, struct gfr_rdma_dev **devp,
+                 struct gfr_rdma_poller **pollerp)
 {
     struct gfr_rdma_dev *dev = NULL;
     struct gfr_rdma_dev *pos;
+    struct gfr_rdma_poller *best = NULL;
     int err = 0;
 
     pthread_mutex_lock(&engine->lock);
@@ -181,27 +232,35 @@ gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
         if (!err)
             cds_list_add_tail(&dev->link, &engine->devices);
     }
-    if (!err && dev->cq_reserved + cq_entries > dev->cq_size) {
-        gfr_rdma_log("%s: completion queue full (%d of %d entries promised): "
+    for (unsigned i = 0; !err && i < dev->npollers; i++) {
+        struct gfr_rdma_poller *p = &dev->pollers[i];
+
+        if (p->cq_reserved + cq_entries <= p->cq_size &&
+            (!best || p->cq_reserved < best->cq_reserved))
+            best = p;
+    }
+    if (!err && !best) {
+        gfr_rdma_log("%s: every completion queue is full (%u pollers of %d entries): "
                      "no room for another connection",
-                     ibv_get_device_name(verbs->device), dev->cq_reserved,
-                     dev->cq_size);
+                     ibv_get_device_name(verbs->device), dev->npollers,
+                     dev->pollers[0].cq_size);
         err = -ENOSPC;
     }
     if (!err) {
-        dev->cq_reserved += cq_entries;
+        best->cq_reserved += cq_entries;
         *devp = dev;
+        *pollerp = best;
     }
     pthread_mutex_unlock(&engine->lock);
     return err;
 }
 
 void
-gfr_rdma_dev_put(struct gfr_rdma_dev *dev, int cq_entries)
+gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries)
 {
-    pthread_mutex_lock(&dev->engine->lock);
-    dev->cq_reserved -= cq_entries;
-    pthread_mutex_unlock(&dev->engine->lock);
+    pthread_mutex_lock(&poller->dev->engine->lock);
+    poller->cq_reserved -= cq_entries;
+    pthread_mutex_unlock(&poller->dev->engine->lock);
 }
 
 void
@@ -211,8 +270,6 @@ gfr_rdma_dev_destroy_all(struct gfr_rdma *engine)
         struct gfr_rdma_dev *dev = cds_list_first_entry(&engine->devices,
                                                         struct gfr_rdma_dev, link);
         cds_list_del(&dev->link);
-        uatomic_set(&dev->stopping, 1);
-        pthread_join(dev->poller, NULL);
         dev_free(dev);
     }
 }

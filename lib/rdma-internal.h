@@ -39,21 +39,31 @@ enum gfr_conn_state {
     GFR_CONN_DISCONNECTING,   /* QP in error, work requests flushing */
 };
 
+/* One CQ with its completion channel and the thread that polls it. */
+struct gfr_rdma_poller {
+    struct gfr_rdma_dev *dev;
+    struct ibv_comp_channel *channel;
+    struct ibv_cq *cq;
+    int cq_size;
+    int cq_reserved; /* entries promised to QPs, under engine->lock */
+    unsigned index;
+    pthread_t thread;
+    int started;
+    int stopping;
+};
+
 struct gfr_rdma_dev {
     struct cds_list_head link;
     struct gfr_rdma *engine;
     struct ibv_context *verbs;
     struct ibv_pd *pd;
-    struct ibv_comp_channel *channel;
-    struct ibv_cq *cq;
-    int cq_size;
-    int cq_reserved; /* entries promised to QPs, under engine->lock */
     uint32_t max_inline;
     uint32_t max_rd_atom;      /* RDMA READs a QP answers at once */
     uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
-    pthread_t poller;
-    int stopping;
+    unsigned npollers;
+    struct gfr_rdma_poller *pollers;
 };
+
 
 enum gfr_wr_kind {
     GFR_WR_RECV,
@@ -162,6 +172,7 @@ struct gfr_rdma_conn {
     enum gfr_cm_ctx_kind kind;
     struct gfr_rdma *engine;
     struct gfr_rdma_dev *dev;
+    struct gfr_rdma_poller *poller;
     struct rdma_cm_id *id;
     struct ibv_qp *qp;
     const struct gfr_rdma_conn_ops *ops;
@@ -249,8 +260,9 @@ struct gfr_rdma {
 
 /* rdma-device.c */
 int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
-                     int cq_entries, struct gfr_rdma_dev **dev);
-void gfr_rdma_dev_put(struct gfr_rdma_dev *dev, int cq_entries);
+                     int cq_entries, struct gfr_rdma_dev **dev,
+                     struct gfr_rdma_poller **poller);
+void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
 void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
 
 /* rdma-conn.c: a connection's life */

@@ -1,0 +1,62 @@
+#!/bin/bash
+# The engine's placement options: gid-index=1 (the IPv4 GID rxe derives
+# from the veth address) is accepted; gid-index=0 (the link-local GID) and
+# a device the address does not resolve to are refused with a message
+# naming what was configured; pollers=4 spreads 8 connections over four
+# poller threads, which are seen running.
+set -u
+. "$(dirname "$0")/fabric-lib.sh"
+prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
+out=$(mktemp)
+trap 'rm -f "$out" "$out.client"; kill "$server" 2>/dev/null' EXIT
+
+start_server() { # PORT ARGS...
+	local port=$1
+	shift
+	"$prog" server "$GFR_SERVER_ADDR" "$port" "$@" >"$out" 2>&1 &
+	server=$!
+	wait_for_output "$out" listening 30 || { cat "$out"; return 1; }
+}
+
+client() { # PORT ARGS...
+	local port=$1
+	shift
+	timeout 60 "$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$@" >"$out.client" 2>&1
+	local rc=$?
+	cat "$out.client"
+	return "$rc"
+}
+
+refused() { # PORT MESSAGE ARGS...: the client must fail to connect, saying MESSAGE
+	local port=$1 message=$2
+	shift 2
+	start_server "$port" -c 1 || return 1
+	client "$port" -n 10 "$@"
+	local rc=$?
+	kill "$server" 2>/dev/null
+	wait "$server" 2>/dev/null
+	[ "$rc" = 2 ] || { echo "t-engine-placement: expected a refused connection (exit 2), got $rc"; return 1; }
+	grep -q "$message" "$out.client" || { echo "t-engine-placement: no message '$message'"; return 1; }
+}
+
+start_server 20130 -o gid-index=1 || exit 1
+client 20130 -n 100 -o gid-index=1 || { echo "t-engine-placement: gid-index=1 failed"; exit 1; }
+wait "$server" || { cat "$out"; exit 1; }
+
+refused 20131 "does not use GID 0" -o gid-index=0 || exit 1
+refused 20132 "resolves to device rxe1, but device=rxe0" -o device=rxe0 || exit 1
+
+start_server 20133 -c 8 -o pollers=4 || exit 1
+"$prog" client "$GFR_SERVER_ADDR" 20133 "$GFR_CLIENT_ADDR" -c 8 -n 400 -b 4 -o pollers=4 >"$out.client" 2>&1 &
+client_pid=$!
+threads=""
+for _ in $(seq 100); do
+	threads=$(cat /proc/"$client_pid"/task/*/comm 2>/dev/null | grep -c '^gfr-p[0-9]/rxe1')
+	[ "$threads" -ge 4 ] && break
+	sleep 0.1
+done
+wait "$client_pid" || { cat "$out.client" "$out"; echo "t-engine-placement: the pollers=4 client failed"; exit 1; }
+wait "$server" || { cat "$out"; exit 1; }
+cat "$out.client" "$out"
+[ "$threads" = 4 ] || { echo "t-engine-placement: saw $threads poller threads on rxe1, expected 4"; exit 1; }
+echo "t-engine-placement: 4 poller threads on rxe1 carried 8 connections"
