@@ -23,12 +23,19 @@ enum gfr_dispatch {
     GFR_DISPATCH_INLINE, /* on the poller thread (run to completion) */
 };
 
+/* Where a connection's receive buffers come from. */
+enum gfr_receive_queue {
+    GFR_RQ_SRQ,      /* the device's shared receive queue */
+    GFR_RQ_PER_CONN, /* buffers of its own, on its own QP */
+};
+
 struct gfr_rdma_opts {
     enum gfr_poll_mode poll_mode;
     uint32_t spin_us;         /* adaptive: poll this long before sleeping */
     uint32_t pollers;         /* CQ poller threads per device */
     enum gfr_dispatch dispatch;
-    uint32_t credits;         /* receives posted per connection */
+    enum gfr_receive_queue receive_queue;
+    uint32_t credits;         /* messages a peer may have in flight */
     uint32_t inline_max;      /* receive buffer size, header included */
     uint32_t max_msg;         /* largest message, inline and bulk */
     uint32_t segment_size;    /* largest single RDMA READ/WRITE */
@@ -42,14 +49,14 @@ struct gfr_rdma_opts {
     char device[64];          /* "": the device the CM resolves */
 };
 
-/* Fills the defaults: adaptive, 50 us, 1 poller, pool, 64 credits, 4 KiB
- * inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 14,
+/* Fills the defaults: adaptive, 50 us, 1 poller, pool, srq, 64 credits,
+ * 8 KiB inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 14,
  * retry 7, rnr 7, port 1, gid -1. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
  * Sets one option from its text form: key is one of poll-mode, spin-us,
- * pollers, dispatch, credits, inline-max, max-msg, segment-size,
+ * pollers, dispatch, receive-queue, credits, inline-max, max-msg, segment-size,
  * rdma-depth, connect-timeout-ms, qp-timeout, retry-count, rnr-retry,
  * port, gid-index, device.  Sizes accept K, M suffixes (powers of 1024).
  * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why

@@ -129,68 +129,72 @@ check_placement(const struct gfr_rdma_conn *conn)
     return 0;
 }
 
-/*
- * Creates the QP and registers and posts the buffers, on the device the CM
- * resolved.  CM thread only.
- */
-int
-gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
+/* Send slots (registered, inline-max each) and the send-queue ring. */
+static int
+setup_send_side(struct gfr_rdma_conn *conn)
 {
-    struct gfr_rdma *engine = conn->engine;
-    struct ibv_qp_init_attr attr;
-    size_t rsize = engine->opts.inline_max;
-    int err;
+    size_t size = (size_t)conn->nsend * conn->engine->opts.inline_max;
 
-    err = check_placement(conn);
-    if (err)
-        return err;
-    conn->nrecv = engine->opts.credits;
-    conn->nsend = engine->opts.credits;
-    if (engine->pool) {
-        err = gfr_pool_client_create(engine->pool, &conn->pool_client);
-        if (err)
-            return err;
-    }
-    err = gfr_rdma_dev_get(engine, conn->id->verbs, cq_entries(conn), &conn->dev,
-                           &conn->poller);
-    if (err)
-        return err;
-
-    conn->recv_buf = aligned_alloc(4096, conn->nrecv * rsize);
-    conn->send_buf = aligned_alloc(4096, conn->nsend * rsize);
-    conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
+    conn->send_buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
     conn->send_wr = calloc(conn->nsend, sizeof(*conn->send_wr));
     conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
-    conn->sq_size = conn->nsend + engine->opts.rdma_depth + 1;
+    conn->sq_size = conn->nsend + conn->engine->opts.rdma_depth + 1;
     conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
-    if (!conn->recv_buf || !conn->send_buf || !conn->recv_wr || !conn->send_wr ||
-        !conn->free_slots || !conn->sq_ring)
+    if (!conn->send_buf || !conn->send_wr || !conn->free_slots || !conn->sq_ring)
         return -ENOMEM;
-    conn->drain_wr = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_DRAIN};
-    conn->recv_mr = ibv_reg_mr(conn->dev->pd, conn->recv_buf, conn->nrecv * rsize,
-                               IBV_ACCESS_LOCAL_WRITE);
-    conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->send_buf, conn->nsend * rsize, 0);
-    if (!conn->recv_mr || !conn->send_mr) {
-        gfr_rdma_log("registering %zu bytes of buffers failed: %s",
-                     (conn->nrecv + conn->nsend) * rsize, strerror(errno));
+    conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->send_buf, size, 0);
+    if (!conn->send_mr) {
+        gfr_rdma_log("registering %zu bytes of send buffers failed: %s", size,
+                     strerror(errno));
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < conn->nrecv; i++)
-        conn->recv_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
-                                                .kind = GFR_WR_RECV};
+    conn->drain_wr = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_DRAIN};
     for (uint32_t i = 0; i < conn->nsend; i++) {
         conn->send_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
                                                 .kind = GFR_WR_SEND};
         conn->free_slots[i] = conn->nsend - 1 - i;
     }
     conn->nfree = conn->nsend;
+    return 0;
+}
+
+/* receive-queue=per-connection: receive buffers of its own (posted once
+ * the QP exists). */
+static int
+setup_own_receives(struct gfr_rdma_conn *conn)
+{
+    size_t size = (size_t)conn->nrecv * conn->engine->opts.inline_max;
+
+    conn->recv_buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+    conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
+    if (!conn->recv_buf || !conn->recv_wr)
+        return -ENOMEM;
+    conn->recv_mr = ibv_reg_mr(conn->dev->pd, conn->recv_buf, size, IBV_ACCESS_LOCAL_WRITE);
+    if (!conn->recv_mr) {
+        gfr_rdma_log("registering %zu bytes of receive buffers failed: %s", size,
+                     strerror(errno));
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < conn->nrecv; i++)
+        conn->recv_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
+                                                .kind = GFR_WR_RECV};
+    return 0;
+}
+
+static int
+create_qp(struct gfr_rdma_conn *conn)
+{
+    struct ibv_qp_init_attr attr;
+    uint8_t timeout = conn->engine->opts.qp_timeout;
+    int err;
 
     memset(&attr, 0, sizeof(attr));
     attr.send_cq = conn->poller->cq;
     attr.recv_cq = conn->poller->cq;
+    attr.srq = conn->dev->srq ? conn->dev->srq->srq : NULL;
     attr.qp_type = IBV_QPT_RC;
     attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, the drain */
-    attr.cap.max_recv_wr = conn->nrecv;
+    attr.cap.max_recv_wr = attr.srq ? 0 : conn->nrecv;
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
     attr.cap.max_inline_data = conn->dev->max_inline;
@@ -206,6 +210,50 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     }
     conn->qp = conn->id->qp;
     conn->dev->max_inline = attr.cap.max_inline_data;
+    if (rdma_set_option(conn->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+                        sizeof(timeout)) != 0)
+        gfr_rdma_log("cannot set qp-timeout=%u: %s; the CM's default stands", timeout,
+                     strerror(errno));
+    return 0;
+}
+
+/*
+ * Creates the QP and the send buffers on the device the CM resolved, and
+ * provides receive buffers: `credits` more in the device's SRQ, or the
+ * connection's own.  CM thread only.
+ */
+int
+gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
+{
+    struct gfr_rdma *engine = conn->engine;
+    int err;
+
+    err = check_placement(conn);
+    if (err)
+        return err;
+    conn->nrecv = engine->opts.credits;
+    conn->nsend = engine->opts.credits;
+    if (engine->pool) {
+        err = gfr_pool_client_create(engine->pool, &conn->pool_client);
+        if (err)
+            return err;
+    }
+    err = gfr_rdma_dev_get(engine, conn->id->verbs, cq_entries(conn), &conn->dev,
+                           &conn->poller);
+    if (!err)
+        err = setup_send_side(conn);
+    if (!err && conn->dev->srq) {
+        pthread_mutex_lock(&engine->lock);
+        err = gfr_rdma_srq_reserve(conn->dev, conn->nrecv);
+        conn->srq_reserved = !err;
+        pthread_mutex_unlock(&engine->lock);
+    } else if (!err) {
+        err = setup_own_receives(conn);
+    }
+    if (!err)
+        err = create_qp(conn);
+    if (err)
+        return err;
 
     /* Local values until the peer's are known (gfr_rdma_conn_negotiate):
      * receives are accepted from now on, sends wait for ESTABLISHED. */
@@ -213,6 +261,10 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     conn->limits.max_segs = GFR_WIRE_MAX_SEGS;
     gfr_credits_init(&conn->credits, conn->nrecv);
     conn->credits.send_avail = 0;
+    if (conn->dev->srq) {
+        gfr_rdma_srq_add(conn->dev, conn);
+        return 0;
+    }
     for (uint32_t i = 0; i < conn->nrecv; i++) {
         err = gfr_rdma_post_recv(conn, i);
         if (err) {
@@ -394,6 +446,13 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     else if (!conn->ops)
         conn->released = 1; /* never handed to an owner */
 
+    if (conn->dev && conn->dev->srq) {
+        gfr_rdma_srq_remove(conn->dev, conn);
+        pthread_mutex_lock(&engine->lock);
+        if (conn->srq_reserved)
+            gfr_rdma_srq_unreserve(conn->dev, conn->nrecv);
+        pthread_mutex_unlock(&engine->lock);
+    }
     pthread_mutex_lock(&conn->lock);
     if (conn->qp)
         rdma_destroy_qp(conn->id);

@@ -18,6 +18,7 @@
 
 #include <urcu/arch.h>
 #include <urcu/uatomic.h>
+#include <urcu/urcu-memb.h>
 
 #include "rdma-internal.h"
 
@@ -40,7 +41,7 @@ poll_once(struct gfr_rdma_poller *p)
     int n = ibv_poll_cq(p->cq, POLL_BATCH, wcs);
 
     for (int i = 0; i < n; i++)
-        gfr_rdma_conn_complete(&wcs[i]);
+        gfr_rdma_conn_complete(p, &wcs[i]);
     return n;
 }
 
@@ -92,6 +93,7 @@ poller_main(void *arg)
     enum gfr_poll_mode mode = p->dev->engine->opts.poll_mode;
     uint64_t spin_ns = (uint64_t)p->dev->engine->opts.spin_us * 1000;
 
+    urcu_memb_register_thread(); /* finds connections in the SRQ's table */
     while (!uatomic_read(&p->stopping)) {
         if (poll_once(p) > 0)
             continue;
@@ -103,6 +105,7 @@ poller_main(void *arg)
             continue;
         wait_for_event(p);
     }
+    urcu_memb_unregister_thread();
     return NULL;
 }
 
@@ -125,6 +128,7 @@ dev_free(struct gfr_rdma_dev *dev)
     for (unsigned i = 0; dev->pollers && i < dev->npollers; i++)
         poller_stop(&dev->pollers[i]);
     free(dev->pollers);
+    gfr_rdma_srq_destroy(dev);
     if (dev->pd)
         ibv_dealloc_pd(dev->pd);
     free(dev);
@@ -188,6 +192,11 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         err = -(errno ? errno : ENOMEM);
         gfr_rdma_log("%s: cannot allocate a protection domain: %s", name, strerror(-err));
         goto fail;
+    }
+    if (engine->opts.receive_queue == GFR_RQ_SRQ) {
+        err = gfr_rdma_srq_create(dev, &attr);
+        if (err)
+            goto fail;
     }
     dev->npollers = engine->opts.pollers;
     dev->pollers = calloc(dev->npollers, sizeof(*dev->pollers));

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <urcu/uatomic.h>
+#include <urcu/urcu-memb.h>
 
 #include "rdma-internal.h"
 
@@ -300,6 +301,7 @@ cm_main(void *arg)
     struct pollfd pfds[2] = {{.fd = engine->channel->fd, .events = POLLIN},
                              {.fd = engine->wake_fd, .events = POLLIN}};
 
+    urcu_memb_register_thread(); /* adds and removes SRQ table entries */
     while (!uatomic_read(&engine->stopping)) {
         if (uatomic_read(&engine->destroying) && disconnect_all(engine) == 0)
             break;
@@ -314,6 +316,7 @@ cm_main(void *arg)
         }
         reap_all(engine);
     }
+    urcu_memb_unregister_thread();
     return NULL;
 }
 

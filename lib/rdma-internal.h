@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <urcu/list.h>
+#include <urcu/rculfhash.h>
 
 #include "gfr_cm_private.h"
 #include "gfr_credits.h"
@@ -38,32 +39,6 @@ enum gfr_conn_state {
     GFR_CONN_ESTABLISHED,     /* messages flow */
     GFR_CONN_DISCONNECTING,   /* QP in error, work requests flushing */
 };
-
-/* One CQ with its completion channel and the thread that polls it. */
-struct gfr_rdma_poller {
-    struct gfr_rdma_dev *dev;
-    struct ibv_comp_channel *channel;
-    struct ibv_cq *cq;
-    int cq_size;
-    int cq_reserved; /* entries promised to QPs, under engine->lock */
-    unsigned index;
-    pthread_t thread;
-    int started;
-    int stopping;
-};
-
-struct gfr_rdma_dev {
-    struct cds_list_head link;
-    struct gfr_rdma *engine;
-    struct ibv_context *verbs;
-    struct ibv_pd *pd;
-    uint32_t max_inline;
-    uint32_t max_rd_atom;      /* RDMA READs a QP answers at once */
-    uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
-    unsigned npollers;
-    struct gfr_rdma_poller *pollers;
-};
-
 
 enum gfr_wr_kind {
     GFR_WR_RECV,
@@ -83,6 +58,58 @@ struct gfr_rdma_wr {
     struct gfr_rdma_offer *offer; /* SEND: released when it completes */
     struct gfr_rdma_xfer *xfer;   /* RDMA */
 };
+
+/* One CQ with its completion channel and the thread that polls it. */
+struct gfr_rdma_poller {
+    struct gfr_rdma_dev *dev;
+    struct ibv_comp_channel *channel;
+    struct ibv_cq *cq;
+    int cq_size;
+    int cq_reserved; /* entries promised to QPs, under engine->lock */
+    unsigned index;
+    pthread_t thread;
+    int started;
+    int stopping;
+};
+
+/* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's
+ * QP number names the connection). */
+struct gfr_rdma_rbuf {
+    struct gfr_rdma_wr wr;
+    uint8_t *addr;
+    uint32_t lkey;
+};
+
+struct gfr_rdma_rchunk;
+
+/* A device's shared receive queue (rdma-srq.c). */
+struct gfr_rdma_srq {
+    struct ibv_srq *srq;
+    uint32_t buf_size;
+    uint32_t max;   /* buffers it may hold */
+    uint32_t total; /* buffers it owns, under engine->lock */
+    uint32_t promised; /* credits of live connections, under engine->lock */
+    unsigned long posted; /* uatomic */
+    int low_reported;     /* uatomic */
+    int full_reported;
+    struct gfr_rdma_rchunk *chunks;
+    struct cds_lfht *conns; /* QP number -> connection */
+};
+
+struct gfr_rdma_dev {
+    struct cds_list_head link;
+    struct gfr_rdma *engine;
+    struct ibv_context *verbs;
+    struct ibv_pd *pd;
+    uint32_t max_inline;
+    uint32_t max_rd_atom;      /* RDMA READs a QP answers at once */
+    uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
+    unsigned npollers;
+    struct gfr_rdma_poller *pollers;
+    struct gfr_rdma_srq *srq; /* NULL with receive-queue=per-connection */
+};
+
+
 
 /* An encoded message waiting for credits or a send slot; its credits
  * field is filled in when it is posted.  Owns one part of offer. */
@@ -188,6 +215,10 @@ struct gfr_rdma_conn {
     struct cds_list_head pending;
     struct gfr_rdma_conn_stats stats;
     uint32_t xid;
+    struct cds_lfht_node srq_node; /* dev->srq->conns, by qp_num */
+    uint32_t qp_num;
+    int in_srq_table;
+    int srq_reserved; /* promised receives to give back */
     struct cds_list_head offers[GFR_RDMA_XID_BUCKETS];
     struct cds_list_head peer_wl[GFR_RDMA_XID_BUCKETS];
     struct cds_list_head xfers;
@@ -265,6 +296,17 @@ int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
 void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
 void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
 
+/* rdma-srq.c: the device's shared receive queue */
+int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);
+int gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n);
+void gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n);
+void gfr_rdma_srq_post(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb);
+void gfr_rdma_srq_taken(struct gfr_rdma_dev *dev);
+void gfr_rdma_srq_add(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
+void gfr_rdma_srq_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
+struct gfr_rdma_conn *gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t qp_num);
+void gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev);
+
 /* rdma-conn.c: a connection's life */
 struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine);
 int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
@@ -299,7 +341,7 @@ unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_w
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 
 /* rdma-recv.c: completions, decoding, delivery */
-void gfr_rdma_conn_complete(struct ibv_wc *wc);
+void gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
 void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
                       uint8_t *owned, struct gfr_rdma_offer *reply_to);
 

@@ -16,6 +16,7 @@ enum opt_kind { OPT_UINT, OPT_SIZE, OPT_INT, OPT_CHOICE, OPT_NAME };
 
 static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
 static const char *const dispatch_names[] = {"pool", "inline", NULL};
+static const char *const rq_names[] = {"srq", "per-connection", NULL};
 
 struct opt_desc {
     const char *key;
@@ -28,7 +29,8 @@ struct opt_desc {
 };
 
 /* store() writes 1- and 4-byte fields; choices are stored into enums. */
-_Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4,
+_Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4 &&
+                   sizeof(enum gfr_receive_queue) == 4,
                "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
@@ -38,6 +40,7 @@ static const struct opt_desc descs[] = {
     {"spin-us", OPT_UINT, FIELD(spin_us), 0, 1000000},
     {"pollers", OPT_UINT, FIELD(pollers), 1, 64},
     {"dispatch", OPT_CHOICE, FIELD(dispatch), 0, 0, dispatch_names},
+    {"receive-queue", OPT_CHOICE, FIELD(receive_queue), 0, 0, rq_names},
     {"credits", OPT_UINT, FIELD(credits), 2, 4096},
     {"inline-max", OPT_SIZE, FIELD(inline_max), 256, 16 << 20},
     {"max-msg", OPT_SIZE, FIELD(max_msg), 256, 1 << 30},
@@ -60,6 +63,7 @@ gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
     opts->spin_us = 50;
     opts->pollers = 1;
     opts->dispatch = GFR_DISPATCH_POOL;
+    opts->receive_queue = GFR_RQ_SRQ;
     opts->credits = 64;
     opts->inline_max = 8192;
     opts->max_msg = 4 << 20;

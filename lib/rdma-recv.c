@@ -149,10 +149,16 @@ accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
     return 0;
 }
 
+/*
+ * A message arrived for conn in buf (a buffer of its own at slot, or rb of
+ * the device's SRQ).  The buffer is reposted once the message no longer
+ * needs it (copied for the pool or a pull, or handled inline), and one
+ * credit goes back to the peer.  Poller thread.
+ */
 static void
-handle_recv(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, struct ibv_wc *wc)
+handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
+            struct gfr_rdma_rbuf *rb, struct ibv_wc *wc)
 {
-    const uint8_t *buf = conn->recv_buf + (size_t)ctx->slot * conn->engine->opts.inline_max;
     struct gfr_wire_msg msg;
     struct rx_plan plan = {0};
     const char *reason = "invalid message";
@@ -168,11 +174,11 @@ handle_recv(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, struct ibv_wc *
     }
     pthread_mutex_unlock(&conn->lock);
     if (!open)
-        return; /* arrived while closing: dropped with the connection */
+        goto repost; /* arrived while closing: dropped with the connection */
     if (err) {
         gfr_rdma_log("peer broke the protocol (%s); disconnecting", reason);
         gfr_rdma_conn_fail(conn, -EPROTO);
-        return;
+        goto repost;
     }
     if (plan.done_for)
         gfr_rdma_offer_pulled(conn, plan.done_for, plan.done_status);
@@ -199,35 +205,76 @@ handle_recv(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, struct ibv_wc *
 
         gfr_rdma_deliver(conn, &rx, NULL, plan.reply_to);
     }
+repost:
+    if (rb)
+        gfr_rdma_srq_post(conn->dev, rb);
     pthread_mutex_lock(&conn->lock);
-    if (conn->state != GFR_CONN_DISCONNECTING && gfr_rdma_post_recv(conn, ctx->slot) == 0)
+    if (conn->state != GFR_CONN_DISCONNECTING &&
+        (rb || gfr_rdma_post_recv(conn, slot) == 0))
         gfr_credits_on_repost(&conn->credits, 1);
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
 }
 
-/* One work completion, from the device's poller.  The work request's
- * reference keeps the connection alive until the end. */
+static void
+log_failed_wr(const struct gfr_rdma_wr *ctx, const struct ibv_wc *wc)
+{
+    if (wc->status != IBV_WC_WR_FLUSH_ERR)
+        gfr_rdma_log("%s work request failed: %s (vendor error %u); disconnecting",
+                     ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
+                     : ctx->kind == GFR_WR_DRAIN ? "the drain"
+                     : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
+                     ibv_wc_status_str(wc->status), wc->vendor_err);
+}
+
+/* A completion of a buffer of the device's SRQ: find the connection by QP
+ * number; a connection that is gone only gets the buffer back. */
+static void
+srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *wc)
+{
+    struct gfr_rdma_rbuf *rb = caa_container_of(ctx, struct gfr_rdma_rbuf, wr);
+    struct gfr_rdma_conn *conn;
+
+    gfr_rdma_srq_taken(dev);
+    conn = gfr_rdma_srq_lookup_get(dev, wc->qp_num);
+    if (!conn) {
+        gfr_rdma_srq_post(dev, rb);
+        return;
+    }
+    if (wc->status == IBV_WC_SUCCESS) {
+        handle_recv(conn, rb->addr, 0, rb, wc);
+    } else {
+        log_failed_wr(ctx, wc);
+        gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
+        gfr_rdma_srq_post(dev, rb);
+    }
+    gfr_rdma_conn_put(conn);
+}
+
+/* One work completion, from a poller.  The work request's reference (or,
+ * for an SRQ buffer, the one the lookup takes) keeps the connection alive
+ * until the end. */
 void
-gfr_rdma_conn_complete(struct ibv_wc *wc)
+gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
 {
     struct gfr_rdma_wr *ctx = (struct gfr_rdma_wr *)(uintptr_t)wc->wr_id;
     struct gfr_rdma_conn *conn = ctx->conn;
     int ok = wc->status == IBV_WC_SUCCESS;
 
+    if (!conn) {
+        srq_complete(poller->dev, ctx, wc);
+        return;
+    }
     if (!ok) {
-        if (wc->status != IBV_WC_WR_FLUSH_ERR)
-            gfr_rdma_log("%s work request failed: %s (vendor error %u); disconnecting",
-                         ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
-                         : ctx->kind == GFR_WR_DRAIN ? "the drain"
-                         : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
-                         ibv_wc_status_str(wc->status), wc->vendor_err);
+        log_failed_wr(ctx, wc);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
     }
     switch (ctx->kind) {
     case GFR_WR_RECV:
         if (ok)
-            handle_recv(conn, ctx, wc);
+            handle_recv(conn, conn->recv_buf +
+                                  (size_t)ctx->slot * conn->engine->opts.inline_max,
+                        ctx->slot, NULL, wc);
         break;
     case GFR_WR_SEND:
     case GFR_WR_DRAIN:

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A device's shared receive queue: pre-registered receive buffers of
+ * inline-max bytes, in chunks registered once each, shared by every
+ * connection on the device (receive-queue=srq).  It grows while the live
+ * connections promise their peers (`credits` each) more than it holds,
+ * until the device's limit (or 16,384 buffers);
+ * past it connections share what there is and a peer that finds it empty
+ * waits on RNR (throttled, not dropped).  Running low is logged.
+ *
+ * A receive completion names a buffer, not a connection: the poller finds
+ * the connection by QP number in an RCU hash table (liburcu's rculfhash,
+ * memb flavour).  A connection is removed from it, and a grace period
+ * waited for, before its QP is destroyed, so a late (flushed) completion
+ * finds nothing and only reposts its buffer.
+ *
+ * Locking: grow and the chunk list under engine->lock; posted is uatomic;
+ * lookups inside urcu_memb read-side sections on registered poller threads.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/urcu-memb.h>
+#include <urcu/rculfhash.h>
+#include <urcu/uatomic.h>
+
+#include "rdma-internal.h"
+
+#define SRQ_BUFFERS_WANTED 16384
+
+struct gfr_rdma_rchunk {
+    struct gfr_rdma_rchunk *next;
+    struct ibv_mr *mr;
+    uint8_t *mem;
+    uint32_t n;
+    struct gfr_rdma_rbuf bufs[];
+};
+
+int
+gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
+{
+    const char *name = ibv_get_device_name(dev->verbs->device);
+    struct ibv_srq_init_attr init = {0};
+    struct gfr_rdma_srq *srq = calloc(1, sizeof(*srq));
+
+    if (!srq)
+        return -ENOMEM;
+    srq->max = attr->max_srq_wr < SRQ_BUFFERS_WANTED ? (uint32_t)attr->max_srq_wr
+                                                     : SRQ_BUFFERS_WANTED;
+    srq->buf_size = dev->engine->opts.inline_max;
+    init.attr.max_wr = srq->max;
+    init.attr.max_sge = 1;
+    srq->srq = srq->max ? ibv_create_srq(dev->pd, &init) : NULL;
+    if (!srq->srq) {
+        int err = errno ? errno : EOPNOTSUPP;
+
+        gfr_rdma_log("%s: cannot create a shared receive queue of %u entries (%s); "
+                     "receive-queue=per-connection works without one",
+                     name, srq->max, strerror(err));
+        free(srq);
+        return -err;
+    }
+    srq->conns = cds_lfht_new_flavor(64, 64, 0, CDS_LFHT_AUTO_RESIZE, &urcu_memb_flavor,
+                                     NULL);
+    if (!srq->conns) {
+        ibv_destroy_srq(srq->srq);
+        free(srq);
+        return -ENOMEM;
+    }
+    dev->srq = srq;
+    return 0;
+}
+
+/* Posts one buffer.  Any thread. */
+void
+gfr_rdma_srq_post(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb)
+{
+    struct gfr_rdma_srq *srq = dev->srq;
+    struct ibv_sge sge = {.addr = (uintptr_t)rb->addr, .length = srq->buf_size,
+                          .lkey = rb->lkey};
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&rb->wr, .sg_list = &sge, .num_sge = 1};
+    struct ibv_recv_wr *bad;
+    unsigned long posted;
+    int err = ibv_post_srq_recv(srq->srq, &wr, &bad);
+
+    if (err) {
+        gfr_rdma_log("%s: reposting a shared receive buffer failed: %s; the queue "
+                     "shrinks by one", ibv_get_device_name(dev->verbs->device),
+                     strerror(err));
+        return;
+    }
+    posted = uatomic_add_return(&srq->posted, 1);
+    if (posted > srq->total / 2)
+        uatomic_set(&srq->low_reported, 0);
+}
+
+/* A buffer was consumed: report a queue that runs low, once per dip. */
+void
+gfr_rdma_srq_taken(struct gfr_rdma_dev *dev)
+{
+    struct gfr_rdma_srq *srq = dev->srq;
+    unsigned long posted = uatomic_sub_return(&srq->posted, 1);
+
+    if (posted < srq->total / 8 && !uatomic_xchg(&srq->low_reported, 1))
+        gfr_rdma_log("%s: shared receive queue low: %lu of %u buffers posted "
+                     "(handlers slower than the peers send; peers now wait on RNR)",
+                     ibv_get_device_name(dev->verbs->device), posted, srq->total);
+}
+
+/*
+ * A new connection promises its peer n receives: the queue grows (one
+ * registered chunk) when the live connections promise more than it holds.
+ * Buffers are kept when connections leave, so it holds what the busiest
+ * moment needed.  Caller holds engine->lock.  0, or a negative errno when
+ * nothing could be added and the queue is empty.
+ */
+int
+gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n)
+{
+    struct gfr_rdma_srq *srq = dev->srq;
+    const char *name = ibv_get_device_name(dev->verbs->device);
+    struct gfr_rdma_rchunk *c;
+    size_t bytes;
+
+    srq->promised += n;
+    if (srq->promised <= srq->total)
+        return 0;
+    n = srq->promised - srq->total;
+    if (srq->total + n > srq->max)
+        n = srq->max - srq->total;
+    if (n == 0) {
+        if (!srq->full_reported)
+            gfr_rdma_log("%s: shared receive queue at its maximum of %u buffers: "
+                         "further connections share them", name, srq->max);
+        srq->full_reported = 1;
+        return 0;
+    }
+    bytes = (size_t)n * srq->buf_size;
+    c = calloc(1, sizeof(*c) + n * sizeof(c->bufs[0]));
+    if (c)
+        c->mem = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
+    if (c && c->mem)
+        c->mr = ibv_reg_mr(dev->pd, c->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
+    if (!c || !c->mem || !c->mr) {
+        gfr_rdma_log("%s: cannot add %u shared receive buffers (%zu bytes): %s", name, n,
+                     bytes, strerror(errno ? errno : ENOMEM));
+        if (c)
+            free(c->mem);
+        free(c);
+        return srq->total ? 0 : -ENOMEM;
+    }
+    c->n = n;
+    c->next = srq->chunks;
+    srq->chunks = c;
+    srq->total += n;
+    for (uint32_t i = 0; i < n; i++) {
+        c->bufs[i].wr.kind = GFR_WR_RECV;
+        c->bufs[i].addr = c->mem + (size_t)i * srq->buf_size;
+        c->bufs[i].lkey = c->mr->lkey;
+        gfr_rdma_srq_post(dev, &c->bufs[i]);
+    }
+    return 0;
+}
+
+/* A connection's promise ends (engine->lock held). */
+void
+gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n)
+{
+    dev->srq->promised -= n;
+}
+
+static int
+match_qp(struct cds_lfht_node *node, const void *key)
+{
+    const struct gfr_rdma_conn *conn = caa_container_of(node, struct gfr_rdma_conn, srq_node);
+
+    return conn->qp_num == *(const uint32_t *)key;
+}
+
+/* The connection's QP may now receive from the SRQ.  CM thread. */
+void
+gfr_rdma_srq_add(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn)
+{
+    conn->qp_num = conn->qp->qp_num;
+    cds_lfht_node_init(&conn->srq_node);
+    urcu_memb_read_lock();
+    cds_lfht_add(dev->srq->conns, conn->qp_num, &conn->srq_node);
+    urcu_memb_read_unlock();
+    conn->in_srq_table = 1;
+}
+
+/* Before the QP is destroyed (CM thread): after this returns no poller
+ * holds or can find the connection through the table. */
+void
+gfr_rdma_srq_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn)
+{
+    if (!conn->in_srq_table)
+        return;
+    urcu_memb_read_lock();
+    cds_lfht_del(dev->srq->conns, &conn->srq_node);
+    urcu_memb_read_unlock();
+    urcu_memb_synchronize_rcu();
+    conn->in_srq_table = 0;
+}
+
+/*
+ * The connection of QP qp_num with a reference taken, or NULL when it is
+ * gone or going (its last reference dropped).  Poller threads (registered
+ * with urcu_memb).
+ */
+struct gfr_rdma_conn *
+gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t qp_num)
+{
+    struct gfr_rdma_conn *conn = NULL;
+    struct cds_lfht_iter iter;
+    struct cds_lfht_node *node;
+
+    urcu_memb_read_lock();
+    cds_lfht_lookup(dev->srq->conns, qp_num, match_qp, &qp_num, &iter);
+    node = cds_lfht_iter_get_node(&iter);
+    if (node) {
+        struct gfr_rdma_conn *c = caa_container_of(node, struct gfr_rdma_conn, srq_node);
+        unsigned long refs = uatomic_read(&c->outstanding);
+
+        while (refs) {
+            unsigned long seen = uatomic_cmpxchg(&c->outstanding, refs, refs + 1);
+
+            if (seen == refs) {
+                conn = c;
+                break;
+            }
+            refs = seen;
+        }
+    }
+    urcu_memb_read_unlock();
+    return conn;
+}
+
+/* Engine destruction, after every QP and poller is gone. */
+void
+gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev)
+{
+    struct gfr_rdma_srq *srq = dev->srq;
+
+    if (!srq)
+        return;
+    ibv_destroy_srq(srq->srq);
+    while (srq->chunks) {
+        struct gfr_rdma_rchunk *c = srq->chunks;
+
+        srq->chunks = c->next;
+        ibv_dereg_mr(c->mr);
+        free(c->mem);
+        free(c);
+    }
+    cds_lfht_destroy(srq->conns, NULL);
+    free(srq);
+    dev->srq = NULL;
+}
