@@ -50,7 +50,7 @@ struct gfr_rdma_opts {
 };
 
 /* Fills the defaults: adaptive, 50 us, 1 poller, pool, srq, 64 credits,
- * 8 KiB inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 14,
+ * 8 KiB inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 17,
  * retry 7, rnr 7, port 1, gid -1. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 

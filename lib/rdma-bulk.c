@@ -139,6 +139,58 @@ gfr_rdma_offer_put(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int
         offer_end(conn, offer, offer->status);
 }
 
+/* Deregisters the retired MRs whose grace has passed (all with all set).
+ * No lock held. */
+static void
+reap_retired(struct gfr_rdma_conn *conn, int all)
+{
+    uint64_t now = now_ns();
+
+    for (;;) {
+        struct gfr_rdma_retired *r = NULL;
+
+        pthread_mutex_lock(&conn->lock);
+        if (!cds_list_empty(&conn->retired)) {
+            r = cds_list_first_entry(&conn->retired, struct gfr_rdma_retired, link);
+            if (all || r->expire_ns <= now)
+                cds_list_del(&r->link);
+            else
+                r = NULL;
+        }
+        pthread_mutex_unlock(&conn->lock);
+        if (!r)
+            return;
+        dereg_mrs(conn, r->mr, r->n);
+        free(r);
+    }
+}
+
+/*
+ * Ends the peer's remote access to n MRs: deregisters them, or on a
+ * provider that replays requests late (dev->revoke_grace_ns) keeps them on
+ * the retired list for that long.  No lock held.
+ */
+static void
+revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
+{
+    struct gfr_rdma_retired *r;
+
+    if (!n)
+        return;
+    r = conn->dev->revoke_grace_ns ? malloc(sizeof(*r) + n * sizeof(r->mr[0])) : NULL;
+    if (!r) {
+        dereg_mrs(conn, mr, n);
+        return;
+    }
+    r->expire_ns = now_ns() + conn->dev->revoke_grace_ns;
+    r->n = n;
+    memcpy(r->mr, mr, n * sizeof(r->mr[0]));
+    pthread_mutex_lock(&conn->lock);
+    cds_list_add_tail(&r->link, &conn->retired);
+    pthread_mutex_unlock(&conn->lock);
+    reap_retired(conn, 0);
+}
+
 /* The reply has arrived: the peer may write no more into our buffers.
  * Poller thread, no lock held; the reply's delivery still holds a part. */
 void
@@ -147,7 +199,7 @@ gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *
     unsigned n = offer->n_write_mr;
 
     offer->n_write_mr = 0;
-    dereg_mrs(conn, offer->write_mr, n);
+    revoke(conn, offer->write_mr, n);
 }
 
 /* The peer's DONE: it has pulled our read list.  As above. */
@@ -157,7 +209,7 @@ offer_revoke_reads(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer)
     unsigned n = offer->n_mr;
 
     offer->n_mr = 0;
-    dereg_mrs(conn, offer->mr, n);
+    revoke(conn, offer->mr, n);
 }
 
 /* DONE or ERROR arrived for offer (found and marked by the caller). */
@@ -281,12 +333,11 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
 }
 
 /*
- * Starts pulling the read list of msg (its inline part is copied, so the
- * receive buffer can be reposted at once).  reply_to: our request this
- * message answers, whose part the delivery will release.  Poller thread,
- * caller holds conn->lock (the allocation and registration happen under
- * it: a slow path taken once per large message).  0, -ENOMEM, or the
- * registration's error.
+ * Starts pulling the read list of msg into a pull buffer of this poller
+ * (the inline part is copied in front, so the receive buffer can be
+ * reposted at once).  reply_to: our request this message answers, whose
+ * part the delivery will release.  The connection's poller thread, caller
+ * holds conn->lock.  0, -ENOMEM, or -EPROTO.
  */
 int
 gfr_rdma_pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
@@ -295,46 +346,34 @@ gfr_rdma_pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg
     struct gfr_rdma_xfer *x = xfer_new(conn, 1);
     size_t head = msg->hdr.inline_len;
     size_t bulk = msg->hdr.read_len;
-    uint64_t start;
+    uint8_t *buf;
     int err;
 
     if (!x)
         return -ENOMEM;
-    x->buf = malloc(head + bulk);
-    if (!x->buf) {
+    x->pbuf = gfr_rdma_pbuf_get(conn->poller, head + bulk);
+    if (!x->pbuf) {
         free(x);
         return -ENOMEM;
     }
-    memcpy(x->buf, msg->payload, head);
-    start = now_ns();
-    x->mr = ibv_reg_mr(conn->dev->pd, x->buf + head, bulk, IBV_ACCESS_LOCAL_WRITE);
-    conn->stats.registrations++;
-    conn->stats.registration_ns += now_ns() - start;
-    if (!x->mr) {
-        err = -(errno ? errno : ENOMEM);
-        gfr_rdma_log("registering %zu bytes to pull a message into failed: %s", bulk,
-                     strerror(-err));
-        free(x->buf);
-        free(x);
-        return err;
-    }
+    buf = x->pbuf->mem;
+    memcpy(buf, msg->payload, head);
     memcpy(x->remote, msg->read, msg->hdr.n_read * sizeof(x->remote[0]));
-    x->local[0] = (struct gfr_xfer_local){(uintptr_t)(x->buf + head), (uint32_t)bulk,
-                                          x->mr->lkey};
+    x->local[0] = (struct gfr_xfer_local){(uintptr_t)(buf + head), (uint32_t)bulk,
+                                          x->pbuf->mr->lkey};
     err = gfr_xfer_init(&x->plan, x->local, 1, x->remote, msg->hdr.n_read, bulk,
                         conn->engine->opts.segment_size);
     if (err) {
         /* The decoder checked the lengths; only a wrapping segment is left. */
-        ibv_dereg_mr(x->mr);
-        free(x->buf);
+        gfr_rdma_pbuf_put(x->pbuf);
         free(x);
         return -EPROTO;
     }
     x->rx.xid = msg->hdr.xid;
     x->rx.is_reply = msg->hdr.type == GFR_WIRE_REPLY;
-    x->rx.head = x->buf;
+    x->rx.head = buf;
     x->rx.head_len = head;
-    x->rx.bulk = x->buf + head;
+    x->rx.bulk = buf + head;
     x->rx.bulk_len = bulk;
     x->rx.written = msg->hdr.written;
     x->reply_to = reply_to;
@@ -382,21 +421,17 @@ static void
 pull_finished(struct gfr_rdma_conn *conn, struct gfr_rdma_xfer *x)
 {
     struct gfr_wire_hdr done = {.type = GFR_WIRE_DONE, .xid = x->rx.xid};
-    uint64_t start = now_ns();
     int deliver;
 
-    ibv_dereg_mr(x->mr);
     pthread_mutex_lock(&conn->lock);
-    conn->stats.registrations++;
-    conn->stats.registration_ns += now_ns() - start;
     deliver = !x->failed && conn->state != GFR_CONN_DISCONNECTING;
     if (deliver && gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
         gfr_rdma_conn_fail_locked(conn, -ENOMEM);
     pthread_mutex_unlock(&conn->lock);
     if (deliver) {
-        gfr_rdma_deliver(conn, &x->rx, x->buf, x->reply_to);
+        gfr_rdma_deliver(conn, &x->rx, x->pbuf, x->reply_to);
     } else {
-        free(x->buf);
+        gfr_rdma_pbuf_put(x->pbuf);
         if (x->reply_to)
             gfr_rdma_offer_put(conn, x->reply_to, -ENOTCONN);
     }
@@ -463,8 +498,7 @@ gfr_rdma_bulk_release_all(struct gfr_rdma_conn *conn)
 
         cds_list_del(&x->link);
         if (x->is_pull) {
-            ibv_dereg_mr(x->mr);
-            free(x->buf);
+            gfr_rdma_pbuf_put(x->pbuf);
         } else {
             free(x->reply);
         }
@@ -491,4 +525,5 @@ gfr_rdma_bulk_release_all(struct gfr_rdma_conn *conn)
     pthread_mutex_unlock(&conn->lock);
     cds_list_for_each_entry_safe(offer, tmp, &ended, link)
         offer_end(conn, offer, offer->status ? offer->status : -ENOTCONN);
+    reap_retired(conn, 1); /* the QP is in error: it serves nothing now */
 }

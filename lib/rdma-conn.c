@@ -54,6 +54,7 @@ gfr_rdma_conn_new(struct gfr_rdma *engine)
     pthread_mutex_init(&conn->lock, NULL);
     CDS_INIT_LIST_HEAD(&conn->pending);
     CDS_INIT_LIST_HEAD(&conn->xfers);
+    CDS_INIT_LIST_HEAD(&conn->retired);
     for (unsigned b = 0; b < GFR_RDMA_XID_BUCKETS; b++) {
         CDS_INIT_LIST_HEAD(&conn->offers[b]);
         CDS_INIT_LIST_HEAD(&conn->peer_wl[b]);

@@ -24,6 +24,7 @@
 #include <rdma/rdma_cma.h>
 #include <urcu/list.h>
 #include <urcu/rculfhash.h>
+#include <urcu/wfstack.h>
 
 #include "gfr_cm_private.h"
 #include "gfr_credits.h"
@@ -59,6 +60,18 @@ struct gfr_rdma_wr {
     struct gfr_rdma_xfer *xfer;   /* RDMA */
 };
 
+#define GFR_PBUF_CLASSES 4
+
+/* A registered buffer RDMA READs pull into (rdma-pbuf.c). */
+struct gfr_rdma_pbuf {
+    struct cds_wfs_node node;        /* on its poller's returns */
+    struct gfr_rdma_pbuf *next_free; /* on its poller's free list */
+    struct gfr_rdma_poller *home;    /* NULL: a one-off, freed on put */
+    int cls;
+    struct ibv_mr *mr;
+    uint8_t *mem;
+};
+
 /* One CQ with its completion channel and the thread that polls it. */
 struct gfr_rdma_poller {
     struct gfr_rdma_dev *dev;
@@ -70,6 +83,11 @@ struct gfr_rdma_poller {
     pthread_t thread;
     int started;
     int stopping;
+    /* Pull buffers: free lists only this poller touches, and what other
+     * threads gave back (wait-free pushes, emptied by this poller). */
+    struct gfr_rdma_pbuf *pbuf_free[GFR_PBUF_CLASSES];
+    unsigned pbuf_nfree[GFR_PBUF_CLASSES];
+    struct __cds_wfs_stack pbuf_returns;
 };
 
 /* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's
@@ -107,6 +125,18 @@ struct gfr_rdma_dev {
     unsigned npollers;
     struct gfr_rdma_poller *pollers;
     struct gfr_rdma_srq *srq; /* NULL with receive-queue=per-connection */
+    /* Provider quirk (rdma-device.c): how long a revoked MR stays
+     * registered, 0 = deregistered at once. */
+    uint64_t revoke_grace_ns;
+};
+
+/* MRs whose remote access was revoked, kept registered until expire_ns
+ * (dev->revoke_grace_ns) on a connection's retired list. */
+struct gfr_rdma_retired {
+    struct cds_list_head link;
+    uint64_t expire_ns;
+    unsigned n;
+    struct ibv_mr *mr[];
 };
 
 
@@ -181,8 +211,7 @@ struct gfr_rdma_xfer {
     struct gfr_wire_seg remote[GFR_WIRE_MAX_SEGS];
     /* PULL: the message being received; buf holds head then bulk */
     struct gfr_rdma_rx rx;
-    uint8_t *buf;
-    struct ibv_mr *mr;
+    struct gfr_rdma_pbuf *pbuf;
     struct gfr_rdma_offer *reply_to; /* our request this answers, if any */
     /* PUSH: the reply to send once written, and its offer */
     struct gfr_rdma_pending *reply;
@@ -223,6 +252,7 @@ struct gfr_rdma_conn {
     struct cds_list_head peer_wl[GFR_RDMA_XID_BUCKETS];
     struct cds_list_head xfers;
     uint32_t rdma_inflight;
+    struct cds_list_head retired; /* struct gfr_rdma_retired, oldest first */
 
     uint32_t nrecv;      /* receive buffers (local credits) */
     uint32_t nsend;      /* send slots */
@@ -259,7 +289,7 @@ struct gfr_rdma_delivery {
     struct gfr_pool_job job;
     struct gfr_rdma_conn *conn;
     struct gfr_rdma_rx rx;
-    uint8_t *owned;                  /* freed after received */
+    struct gfr_rdma_pbuf *owned;     /* given back after received */
     struct gfr_rdma_offer *reply_to; /* its part is released after received */
     uint8_t data[];
 };
@@ -343,7 +373,12 @@ void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 /* rdma-recv.c: completions, decoding, delivery */
 void gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
 void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
-                      uint8_t *owned, struct gfr_rdma_offer *reply_to);
+                      struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to);
+
+/* rdma-pbuf.c: registered buffers to pull into */
+struct gfr_rdma_pbuf *gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len);
+void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
+void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
 
 /* rdma-bulk.c: offers, the peer's write lists, transfers */
 struct gfr_rdma_offer *gfr_rdma_offer_new(struct gfr_rdma_conn *conn);

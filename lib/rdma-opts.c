@@ -70,7 +70,7 @@ gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
     opts->segment_size = 1 << 20;
     opts->rdma_depth = 4;
     opts->connect_timeout_ms = 5000;
-    opts->qp_timeout = 14;
+    opts->qp_timeout = 17;
     opts->retry_count = 7;
     opts->rnr_retry = 7;
     opts->port = 1;

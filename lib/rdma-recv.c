@@ -15,9 +15,11 @@
 #include "rdma-internal.h"
 
 static void
-delivered(struct gfr_rdma_conn *conn, uint8_t *owned, struct gfr_rdma_offer *reply_to)
+delivered(struct gfr_rdma_conn *conn, struct gfr_rdma_pbuf *owned,
+          struct gfr_rdma_offer *reply_to)
 {
-    free(owned);
+    if (owned)
+        gfr_rdma_pbuf_put(owned);
     if (reply_to)
         gfr_rdma_offer_put(conn, reply_to, 0);
 }
@@ -41,13 +43,13 @@ run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
  * Hands rx to its received callback: on this thread with dispatch=inline
  * (or when the pool cannot take it: handled late rather than dropped), else
  * as a pool job, one pool client per connection.  owned (a pull's buffer,
- * may be NULL) is freed and reply_to's part released once received has
+ * may be NULL) is given back and reply_to's part released once received has
  * returned.  Without owned, rx->head points into a receive buffer and is
  * copied for the pool.  Poller thread, no lock held.
  */
 void
 gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
-                 uint8_t *owned, struct gfr_rdma_offer *reply_to)
+                 struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to)
 {
     struct gfr_rdma_delivery *d = NULL;
 
@@ -216,6 +218,34 @@ repost:
     pthread_mutex_unlock(&conn->lock);
 }
 
+/*
+ * A flushed completion while the connection is still up: the QP went to
+ * the error state without an error completion of ours (the provider's
+ * responder side, or the CM).  Says so, with what the QP reports.
+ */
+static void
+log_unexpected_flush(struct gfr_rdma_conn *conn)
+{
+    struct ibv_qp_attr attr;
+    struct ibv_qp_init_attr init;
+    int up;
+
+    pthread_mutex_lock(&conn->lock);
+    up = conn->state == GFR_CONN_ESTABLISHED || conn->state == GFR_CONN_CONNECTING;
+    pthread_mutex_unlock(&conn->lock);
+    if (!up)
+        return;
+    if (ibv_query_qp(conn->qp, &attr, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC |
+                                          IBV_QP_MAX_DEST_RD_ATOMIC, &init) == 0)
+        gfr_rdma_log("QP %u went to the error state with no error completion of ours "
+                     "(state %d, max_rd_atomic %u, max_dest_rd_atomic %u, %u READ/WRITE "
+                     "in flight); disconnecting", conn->qp->qp_num, attr.qp_state,
+                     attr.max_rd_atomic, attr.max_dest_rd_atomic, conn->rdma_inflight);
+    else
+        gfr_rdma_log("QP %u went to the error state with no error completion of ours; "
+                     "disconnecting", conn->qp->qp_num);
+}
+
 static void
 log_failed_wr(const struct gfr_rdma_wr *ctx, const struct ibv_wc *wc)
 {
@@ -244,6 +274,8 @@ srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *w
     if (wc->status == IBV_WC_SUCCESS) {
         handle_recv(conn, rb->addr, 0, rb, wc);
     } else {
+        if (wc->status == IBV_WC_WR_FLUSH_ERR)
+            log_unexpected_flush(conn);
         log_failed_wr(ctx, wc);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
         gfr_rdma_srq_post(dev, rb);
@@ -266,6 +298,8 @@ gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         return;
     }
     if (!ok) {
+        if (wc->status == IBV_WC_WR_FLUSH_ERR)
+            log_unexpected_flush(conn);
         log_failed_wr(ctx, wc);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
     }

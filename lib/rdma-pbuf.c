@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Pull buffers: where RDMA READ puts a message's bulk.  They need local
+ * write access only (no peer ever gets an rkey for them), so they stay
+ * registered and are reused: per poller thread, free lists by size class
+ * (64 KiB, 256 KiB, 1 MiB, 4 MiB) that only that poller touches, so the
+ * fast path takes no lock.  A buffer freed on another thread (a pool worker
+ * after received) goes back to its poller through a wait-free stack
+ * (liburcu wfstack), which the poller empties in one go when its own list
+ * runs dry.  Larger messages get a buffer of their own, registered for
+ * that message.  Each class keeps at most a few free buffers per poller;
+ * beyond that they are freed.
+ *
+ * Ownership: a buffer belongs to whoever got it from gfr_rdma_pbuf_get
+ * until gfr_rdma_pbuf_put; free lists belong to their poller thread.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdma-internal.h"
+
+static const size_t class_size[GFR_PBUF_CLASSES] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
+static const unsigned class_keep[GFR_PBUF_CLASSES] = {32, 16, 8, 4};
+
+static int
+class_of(size_t len)
+{
+    for (int c = 0; c < GFR_PBUF_CLASSES; c++)
+        if (len <= class_size[c])
+            return c;
+    return -1;
+}
+
+static void
+pbuf_free(struct gfr_rdma_pbuf *b)
+{
+    ibv_dereg_mr(b->mr);
+    free(b->mem);
+    free(b);
+}
+
+static struct gfr_rdma_pbuf *
+pbuf_new(struct gfr_rdma_poller *home, int cls, size_t len)
+{
+    size_t size = cls >= 0 ? class_size[cls] : len;
+    struct gfr_rdma_pbuf *b = calloc(1, sizeof(*b));
+
+    if (!b)
+        return NULL;
+    b->mem = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+    if (b->mem)
+        b->mr = ibv_reg_mr(home->dev->pd, b->mem, size, IBV_ACCESS_LOCAL_WRITE);
+    if (!b->mr) {
+        gfr_rdma_log("cannot allocate and register a %zu-byte pull buffer: %s", size,
+                     strerror(errno ? errno : ENOMEM));
+        free(b->mem);
+        free(b);
+        return NULL;
+    }
+    cds_wfs_node_init(&b->node);
+    b->home = cls >= 0 ? home : NULL;
+    b->cls = cls;
+    return b;
+}
+
+/* Moves what other threads returned onto this poller's free lists. */
+static void
+take_returns(struct gfr_rdma_poller *p)
+{
+    struct cds_wfs_head *head = __cds_wfs_pop_all(&p->pbuf_returns);
+    struct cds_wfs_node *node;
+    struct cds_wfs_node *next;
+
+    if (!head)
+        return;
+    cds_wfs_for_each_blocking_safe(head, node, next) {
+        struct gfr_rdma_pbuf *b = caa_container_of(node, struct gfr_rdma_pbuf, node);
+
+        if (p->pbuf_nfree[b->cls] >= class_keep[b->cls]) {
+            pbuf_free(b);
+            continue;
+        }
+        b->next_free = p->pbuf_free[b->cls];
+        p->pbuf_free[b->cls] = b;
+        p->pbuf_nfree[b->cls]++;
+    }
+}
+
+/*
+ * A registered buffer of at least len bytes.  Only on p's poller thread.
+ * NULL without memory.
+ */
+struct gfr_rdma_pbuf *
+gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len)
+{
+    int cls = class_of(len);
+    struct gfr_rdma_pbuf *b;
+
+    if (cls < 0)
+        return pbuf_new(p, -1, len);
+    if (!p->pbuf_free[cls])
+        take_returns(p);
+    b = p->pbuf_free[cls];
+    if (!b)
+        return pbuf_new(p, cls, len);
+    p->pbuf_free[cls] = b->next_free;
+    p->pbuf_nfree[cls]--;
+    return b;
+}
+
+/* Gives b back, from any thread: to its poller (wait-free), or freed when
+ * it was a one-off. */
+void
+gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b)
+{
+    if (!b->home) {
+        pbuf_free(b);
+        return;
+    }
+    cds_wfs_node_init(&b->node); /* it was on the returns stack before */
+    cds_wfs_push(&b->home->pbuf_returns, &b->node);
+}
+
+/* The poller has stopped: frees its buffers. */
+void
+gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p)
+{
+    take_returns(p);
+    for (int c = 0; c < GFR_PBUF_CLASSES; c++) {
+        while (p->pbuf_free[c]) {
+            struct gfr_rdma_pbuf *b = p->pbuf_free[c];
+
+            p->pbuf_free[c] = b->next_free;
+            pbuf_free(b);
+        }
+        p->pbuf_nfree[c] = 0;
+    }
+}
