@@ -371,6 +371,15 @@ unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_w
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 
 /* rdma-recv.c: completions, decoding, delivery */
+struct gfr_rdma_rx_plan {
+    struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
+    int done_status;
+    struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
+    int pulling;                     /* a transfer took the message */
+    int refuse;                      /* could not pull it: answer ERROR */
+};
+int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+                              struct gfr_rdma_rx_plan *plan, const char **reason);
 void gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
 void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
                       struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to);

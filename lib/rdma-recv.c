@@ -79,22 +79,15 @@ gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
     delivered(conn, owned, reply_to);
 }
 
-/* What a received message asks of us once it passed its checks. */
-struct rx_plan {
-    struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
-    int done_status;
-    struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
-    int pulling;                     /* a transfer took the message */
-    int refuse;                      /* could not pull it: answer ERROR */
-};
-
 /*
- * Checks msg against the connection's state and our offers, and records
- * what it needs.  Caller holds conn->lock.  0 or -EPROTO with *reason.
+ * Checks a decoded msg against the connection's credits and this side's
+ * offers, and records what it needs: the offer a DONE/ERROR releases, the
+ * request a REPLY answers, a pull started.  Caller holds conn->lock.  0,
+ * or -EPROTO with *reason (the connection must be torn down).
  */
-static int
-accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
-              struct rx_plan *plan, const char **reason)
+int
+gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+                          struct gfr_rdma_rx_plan *plan, const char **reason)
 {
     const struct gfr_wire_hdr *hdr = &msg->hdr;
     struct gfr_rdma_offer *offer;
@@ -162,7 +155,7 @@ handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
             struct gfr_rdma_rbuf *rb, struct ibv_wc *wc)
 {
     struct gfr_wire_msg msg;
-    struct rx_plan plan = {0};
+    struct gfr_rdma_rx_plan plan = {0};
     const char *reason = "invalid message";
     int open;
     int err = 0;
@@ -172,7 +165,7 @@ handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
     if (open) {
         err = gfr_wire_decode(buf, wc->byte_len, &conn->limits, &msg, &reason);
         if (!err)
-            err = accept_locked(conn, &msg, &plan, &reason);
+            err = gfr_rdma_rx_accept_locked(conn, &msg, &plan, &reason);
     }
     pthread_mutex_unlock(&conn->lock);
     if (!open)

@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The engine's checks of received headers against this side's own state
+ * (credits, the offers it made, the requests it was sent), and the send
+ * path when posting fails, on a connection built by hand over stubbed
+ * verbs: ibv_post_send goes through a fake context's ops, and this file's
+ * ibv_modify_qp replaces libibverbs' for the objects linked here.  Errors
+ * rxe cannot be made to produce on demand.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rdma-internal.h"
+
+static int post_send_result;
+static unsigned posts;
+static unsigned qp_errors;
+
+static int
+fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    (void)qp;
+    posts++;
+    if (post_send_result)
+        *bad = wr;
+    return post_send_result;
+}
+
+/* Replaces libibverbs' (which reaches the provider through private ops). */
+int
+ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+    (void)qp;
+    (void)attr_mask;
+    if (attr->qp_state == IBV_QPS_ERR)
+        qp_errors++;
+    return 0;
+}
+
+static struct ibv_context fake_ctx;
+static struct ibv_qp fake_qp;
+static struct ibv_mr fake_mr;
+static struct gfr_rdma engine;
+static struct gfr_rdma_dev dev;
+
+/* An established connection with 8 credits each way and 8 send slots. */
+static struct gfr_rdma_conn *
+make_conn(void)
+{
+    struct gfr_rdma_conn *conn;
+
+    gfr_rdma_opts_init(&engine.opts);
+    pthread_mutex_init(&engine.lock, NULL);
+    CDS_INIT_LIST_HEAD(&engine.conns);
+    fake_ctx.ops.post_send = fake_post_send;
+    fake_qp.context = &fake_ctx;
+    dev.max_inline = 0;
+    conn = gfr_rdma_conn_new(&engine);
+    assert_non_null(conn);
+    conn->dev = &dev;
+    conn->qp = &fake_qp;
+    conn->state = GFR_CONN_ESTABLISHED;
+    conn->nsend = conn->nrecv = 8;
+    conn->agreed = (struct gfr_cm_params){.credits = 8, .inline_max = 8192,
+                                          .max_msg = 1 << 20, .max_segs = 16};
+    conn->limits = (struct gfr_wire_limits){.max_msg = 1 << 20, .max_segs = 16};
+    gfr_credits_init(&conn->credits, 8);
+    conn->send_buf = calloc(conn->nsend, engine.opts.inline_max);
+    conn->send_wr = calloc(conn->nsend, sizeof(*conn->send_wr));
+    conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
+    conn->sq_size = conn->nsend + engine.opts.rdma_depth + 1;
+    conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
+    conn->send_mr = &fake_mr;
+    for (uint32_t i = 0; i < conn->nsend; i++) {
+        conn->send_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
+                                                .kind = GFR_WR_SEND};
+        conn->free_slots[i] = i;
+    }
+    conn->nfree = conn->nsend;
+    post_send_result = 0;
+    posts = qp_errors = 0;
+    return conn;
+}
+
+static void
+free_conn(struct gfr_rdma_conn *conn)
+{
+    for (unsigned b = 0; b < GFR_RDMA_XID_BUCKETS; b++) {
+        while (!cds_list_empty(&conn->offers[b])) {
+            struct gfr_rdma_offer *o =
+                cds_list_first_entry(&conn->offers[b], struct gfr_rdma_offer, link);
+            cds_list_del(&o->link);
+            free(o);
+        }
+        while (!cds_list_empty(&conn->peer_wl[b])) {
+            struct gfr_rdma_peer_wl *wl =
+                cds_list_first_entry(&conn->peer_wl[b], struct gfr_rdma_peer_wl, link);
+            cds_list_del(&wl->link);
+            free(wl);
+        }
+    }
+    while (!cds_list_empty(&conn->pending)) {
+        struct gfr_rdma_pending *p =
+            cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
+        cds_list_del(&p->link);
+        free(p);
+    }
+    cds_list_del(&conn->link);
+    free(conn->send_buf);
+    free(conn->send_wr);
+    free(conn->free_slots);
+    free(conn->sq_ring);
+    pthread_mutex_destroy(&conn->lock);
+    free(conn);
+}
+
+/* An offer of ours for xid awaiting a DONE and/or a reply with write_total
+ * bytes of buffers. */
+static struct gfr_rdma_offer *
+add_offer(struct gfr_rdma_conn *conn, uint32_t xid, int await_done, uint64_t write_total)
+{
+    struct gfr_rdma_offer *o = gfr_rdma_offer_new(conn);
+
+    assert_non_null(o);
+    o->xid = xid;
+    o->await_done = (uint8_t)await_done;
+    o->await_reply = write_total > 0;
+    o->write_total = write_total;
+    o->parts = 1 + (unsigned)await_done + (write_total > 0);
+    cds_list_add_tail(&o->link, &conn->offers[xid % GFR_RDMA_XID_BUCKETS]);
+    return o;
+}
+
+static int
+check(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+      struct gfr_rdma_rx_plan *plan, const char **reason)
+{
+    int err;
+
+    memset(plan, 0, sizeof(*plan));
+    *reason = NULL;
+    pthread_mutex_lock(&conn->lock);
+    err = gfr_rdma_rx_accept_locked(conn, msg, plan, reason);
+    pthread_mutex_unlock(&conn->lock);
+    return err;
+}
+
+static void
+test_done_must_name_an_offered_read_list(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_msg msg = {.hdr = {.type = GFR_WIRE_DONE, .xid = 5}};
+    struct gfr_rdma_rx_plan plan;
+    struct gfr_rdma_offer *o;
+    const char *reason;
+
+    (void)state;
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    assert_string_equal(reason, "DONE or ERROR for a message that offered no read list");
+
+    /* An offer awaiting only its reply does not count. */
+    add_offer(conn, 5, 0, 4096);
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+
+    o = add_offer(conn, 5, 1, 0);
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    assert_ptr_equal(plan.done_for, o);
+    assert_int_equal(plan.done_status, 0);
+    assert_int_equal(o->await_done, 0);
+    /* A second DONE for it is a violation. */
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+
+    msg.hdr.type = GFR_WIRE_ERROR;
+    o = add_offer(conn, 6, 1, 0);
+    msg.hdr.xid = 6;
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    assert_ptr_equal(plan.done_for, o);
+    assert_int_equal(plan.done_status, -EREMOTEIO);
+    free_conn(conn);
+}
+
+static void
+test_reply_may_not_claim_more_than_was_offered(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_msg msg = {.hdr = {.type = GFR_WIRE_REPLY, .xid = 9, .written = 1}};
+    struct gfr_rdma_rx_plan plan;
+    struct gfr_rdma_offer *o;
+    const char *reason;
+
+    (void)state;
+    /* Nothing offered for xid 9: no byte may have been written. */
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    assert_string_equal(reason, "reply claims more written bytes than its request offered");
+    msg.hdr.written = 0;
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    assert_null(plan.reply_to);
+
+    o = add_offer(conn, 9, 0, 4096);
+    msg.hdr.written = 4097;
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    msg.hdr.written = 4096;
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    assert_ptr_equal(plan.reply_to, o);
+    assert_int_equal(o->await_reply, 0);
+    /* The offer is answered: a second reply may write nothing. */
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    free_conn(conn);
+}
+
+static void
+test_request_xid_with_write_list_may_not_repeat(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_msg msg = {.hdr = {.type = GFR_WIRE_MSG, .xid = 3, .n_write = 1},
+                               .write = {{0x1000, 7, 65536}}};
+    struct gfr_rdma_rx_plan plan;
+    struct gfr_rdma_peer_wl *wl;
+    const char *reason;
+
+    (void)state;
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    assert_string_equal(reason, "a second request with the xid of one not yet answered");
+    /* Once answered, the xid may be used again. */
+    pthread_mutex_lock(&conn->lock);
+    wl = gfr_rdma_peer_wl_take_locked(conn, 3);
+    pthread_mutex_unlock(&conn->lock);
+    assert_non_null(wl);
+    assert_int_equal(wl->total, 65536);
+    free(wl);
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    free_conn(conn);
+}
+
+static void
+test_sending_without_a_credit_is_a_violation(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_msg msg = {.hdr = {.type = GFR_WIRE_CREDIT}};
+    struct gfr_rdma_rx_plan plan;
+    const char *reason;
+
+    (void)state;
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    assert_string_equal(reason, "peer sent without a credit, or granted more than the window");
+    free_conn(conn);
+}
+
+static void
+test_a_failed_post_gives_the_slot_back(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 1, .inline_len = 4};
+    struct iovec iov = {"abcd", 4};
+    int err;
+
+    (void)state;
+    post_send_result = ENOMEM;
+    pthread_mutex_lock(&conn->lock);
+    err = gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL);
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(err, -ENOMEM);
+    assert_int_equal(posts, 1);
+    assert_int_equal(conn->nfree, conn->nsend);
+    assert_int_equal(conn->sq_count, 0);
+    assert_int_equal(conn->outstanding, 1); /* only the CM side's */
+    free_conn(conn);
+}
+
+static void
+test_a_failed_flush_ends_the_connection_and_keeps_the_message(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 2, .inline_len = 4};
+    struct iovec iov = {"wxyz", 4};
+    struct gfr_rdma_pending *p;
+
+    (void)state;
+    /* Out of credits: the message waits. */
+    conn->credits.send_avail = 1;
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), 0);
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(posts, 0);
+    assert_false(cds_list_empty(&conn->pending));
+
+    /* Credits come back, but the post fails: the connection ends, the
+     * message stays queued for the end of the connection to release. */
+    post_send_result = EIO;
+    pthread_mutex_lock(&conn->lock);
+    conn->credits.send_avail = 4;
+    gfr_rdma_flush_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(conn->state, GFR_CONN_DISCONNECTING);
+    assert_int_equal(conn->reason, -EIO);
+    assert_int_equal(qp_errors, 1);
+    assert_false(cds_list_empty(&conn->pending));
+    p = cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
+    assert_memory_equal(p->data + GFR_WIRE_HDR_SIZE, "wxyz", 4);
+    assert_int_equal(conn->nfree, conn->nsend);
+    free_conn(conn);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_done_must_name_an_offered_read_list),
+        cmocka_unit_test(test_reply_may_not_claim_more_than_was_offered),
+        cmocka_unit_test(test_request_xid_with_write_list_may_not_repeat),
+        cmocka_unit_test(test_sending_without_a_credit_is_a_violation),
+        cmocka_unit_test(test_a_failed_post_gives_the_slot_back),
+        cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
