@@ -23,7 +23,7 @@
  *       CONNS connections with DEPTH echo requests each in flight; prints
  *       completed requests per second
  *
- * Common: -j prints one JSON object instead of a table; -o sets engine
+ * Common: -j (--json) prints one JSON object instead of a table; -o sets engine
  * options (lib/gfr_rdma_opts.h), e.g. -o poll-mode=busy -o dispatch=inline.
  * The next request is sent from the callback that completes the previous
  * one, so the figures include the engine's dispatch and poll mode but no
@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -559,7 +560,7 @@ static int
 usage(void)
 {
     fprintf(stderr,
-            "usage: gfr-perf server ADDR PORT [-o k=v]...\n"
+            "usage: gfr-perf server ADDR PORT [-o k=v]...      (-j: --json)\n"
             "       gfr-perf lat  ADDR PORT BIND [-s SIZE] [-n ITERS] [-j] [-o k=v]...\n"
             "       gfr-perf bw   ADDR PORT BIND [-s SIZE] [-w WINDOW] [-n COUNT] [-R] [-j]"
             " [-o k=v]...\n"
@@ -583,8 +584,10 @@ main(int argc, char **argv)
     int opt;
     int rc;
 
+    static const struct option long_opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+
     gfr_rdma_opts_init(&opts);
-    while ((opt = getopt(argc, argv, "s:n:w:c:d:Rjo:")) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:n:w:c:d:Rjo:", long_opts, NULL)) != -1) {
         char why[160];
         char *eq;
 
