@@ -19,6 +19,7 @@
 #include <urcu/list.h>
 #include <urcu/wfcqueue.h>
 
+#include "gfr_clock.h"
 #include "gfr_pool.h"
 #include "pool-sched.h"
 
@@ -101,7 +102,6 @@ void gfr_pool_wake_all(struct gfr_pool *pool);
 
 /* pool-timer.c */
 uint64_t gfr_pool_now_ms(void);
-uint64_t gfr_pool_now_ns(void);
 void gfr_pool_timers_fire(struct gfr_pool_worker *worker);
 void gfr_pool_timers_cancel_all(struct gfr_pool_worker *worker);
 /* ms until the first deadline (0 if due), or -1 with no timer armed. */

@@ -13,18 +13,9 @@
 #include "pool-internal.h"
 
 uint64_t
-gfr_pool_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t
 gfr_pool_now_ms(void)
 {
-    return gfr_pool_now_ns() / 1000000u;
+    return gfr_now_ns() / 1000000u;
 }
 
 int

@@ -67,7 +67,7 @@ run_job(struct gfr_pool_worker *worker, struct gfr_pool_job *job)
 {
     struct gfr_pool *pool = worker->pool;
     int cancel = 0;
-    uint64_t now = job->enqueued_ns ? gfr_pool_now_ns() : 0;
+    uint64_t now = job->enqueued_ns ? gfr_now_ns() : 0;
 
     if (CMM_LOAD_SHARED(pool->shutdown)) {
         cmm_smp_rmb(); /* drain is written before shutdown */
@@ -189,13 +189,13 @@ spin_for_work(struct gfr_pool_worker *worker)
         uatomic_cmpxchg(&pool->nr_spinning, 0, 1) != 0)
         return 0;
     uatomic_dec(&pool->nr_running);
-    deadline = gfr_pool_now_ns() + (uint64_t)pool->opts.spin_us * 1000;
+    deadline = gfr_now_ns() + (uint64_t)pool->opts.spin_us * 1000;
     for (unsigned i = 0;; i++) {
         if (work_available(pool) || CMM_LOAD_SHARED(pool->shutdown)) {
             found = 1;
             break;
         }
-        if ((i & 63) == 63 && gfr_pool_now_ns() >= deadline)
+        if ((i & 63) == 63 && gfr_now_ns() >= deadline)
             break;
         caa_cpu_relax();
     }

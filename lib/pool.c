@@ -196,7 +196,7 @@ gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
         return -ESHUTDOWN;
     }
     job->state = GFR_POOL_JOB_QUEUED;
-    job->enqueued_ns = entered % GFR_POOL_HIST_SAMPLE ? 0 : gfr_pool_now_ns();
+    job->enqueued_ns = entered % GFR_POOL_HIST_SAMPLE ? 0 : gfr_now_ns();
     if (gfr_sched_enqueue(&pool->sched, client ? client : pool->default_client,
                           prio, job))
         gfr_pool_ensure_worker(pool);

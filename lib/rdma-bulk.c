@@ -14,21 +14,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "gfr_clock.h"
 #include "rdma-internal.h"
-
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 count_registration(struct gfr_rdma_conn *conn, uint64_t start)
 {
-    uint64_t spent = now_ns() - start;
+    uint64_t spent = gfr_now_ns() - start;
 
     pthread_mutex_lock(&conn->lock);
     conn->stats.registrations++;
@@ -44,7 +36,7 @@ dereg_mrs(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
 
     if (!n)
         return;
-    start = now_ns();
+    start = gfr_now_ns();
     for (unsigned i = 0; i < n; i++)
         ibv_dereg_mr(mr[i]);
     count_registration(conn, start);
@@ -71,7 +63,7 @@ gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer
                         void *addr, size_t len, int access, struct ibv_mr **mrp)
 {
     int remote_write = access & IBV_ACCESS_REMOTE_WRITE;
-    uint64_t start = now_ns();
+    uint64_t start = gfr_now_ns();
     struct ibv_mr *mr;
 
     if (remote_write ? offer->n_write_mr >= GFR_WIRE_MAX_SEGS
@@ -144,7 +136,7 @@ gfr_rdma_offer_put(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int
 static void
 reap_retired(struct gfr_rdma_conn *conn, int all)
 {
-    uint64_t now = now_ns();
+    uint64_t now = gfr_now_ns();
 
     for (;;) {
         struct gfr_rdma_retired *r = NULL;
@@ -182,7 +174,7 @@ revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
         dereg_mrs(conn, mr, n);
         return;
     }
-    r->expire_ns = now_ns() + conn->dev->revoke_grace_ns;
+    r->expire_ns = gfr_now_ns() + conn->dev->revoke_grace_ns;
     r->n = n;
     memcpy(r->mr, mr, n * sizeof(r->mr[0]));
     pthread_mutex_lock(&conn->lock);

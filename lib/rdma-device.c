@@ -20,19 +20,11 @@
 #include <urcu/uatomic.h>
 #include <urcu/urcu-memb.h>
 
+#include "gfr_clock.h"
 #include "rdma-internal.h"
 
 #define POLL_BATCH 32
 #define CQ_ENTRIES_WANTED 16384
-
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int
 poll_once(struct gfr_rdma_poller *p)
@@ -75,13 +67,13 @@ wait_for_event(struct gfr_rdma_poller *p)
 static int
 spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
 {
-    uint64_t start = now_ns();
+    uint64_t start = gfr_now_ns();
 
     for (unsigned i = 1;; i++) {
         if (poll_once(p) > 0)
             return 1;
         caa_cpu_relax();
-        if (i % 64 == 0 && now_ns() - start >= spin_ns)
+        if (i % 64 == 0 && gfr_now_ns() - start >= spin_ns)
             return 0;
     }
 }

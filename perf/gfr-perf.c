@@ -42,6 +42,7 @@
 
 #include <urcu/uatomic.h>
 
+#include "gfr_clock.h"
 #include "gfr_rdma.h"
 
 #define WAIT_S 300
@@ -95,15 +96,6 @@ static struct {
     .cond = PTHREAD_COND_INITIALIZER,
 };
 
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 signal_main(void)
 {
@@ -141,6 +133,23 @@ free_cb(void *cb_arg, int status)
     free(cb_arg);
 }
 
+/* Replies to xid with copy: head_len bytes of head, then bulk_len of bulk.
+ * The copy is freed once the engine is done with it (or at once on error). */
+static int
+reply_with_copy(struct gfr_rdma_conn *conn, uint32_t xid, uint8_t *copy, size_t head_len,
+                size_t bulk_len)
+{
+    struct iovec iov[2] = {{copy, head_len}, {copy + head_len, bulk_len}};
+    struct gfr_rdma_msg msg = {.xid = xid, .is_reply = 1, .head = &iov[0],
+                               .head_cnt = 1, .bulk = &iov[1], .bulk_cnt = 1,
+                               .done = free_cb, .cb_arg = copy};
+    int err = gfr_rdma_submit(conn, &msg);
+
+    if (err)
+        free(copy);
+    return err;
+}
+
 /* Server side of every mode. */
 static void
 serve(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx)
@@ -165,21 +174,8 @@ serve(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx)
         break;
     case 'R':
         copy = calloc(1, sizeof(head) + head.reply_len);
-        if (!copy) {
-            err = -ENOMEM;
-            break;
-        }
-        iov[0] = (struct iovec){copy, sizeof(head)};
-        iov[1] = (struct iovec){copy + sizeof(head), head.reply_len};
-        msg.head = &iov[0];
-        msg.head_cnt = 1;
-        msg.bulk = &iov[1];
-        msg.bulk_cnt = 1;
-        msg.done = free_cb;
-        msg.cb_arg = copy;
-        err = gfr_rdma_submit(conn, &msg);
-        if (err)
-            free(copy);
+        err = copy ? reply_with_copy(conn, rx->xid, copy, sizeof(head), head.reply_len)
+                   : -ENOMEM;
         break;
     default: /* echo the body */
         copy = malloc(len ? len : 1);
@@ -190,14 +186,7 @@ serve(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx)
         memcpy(copy, rx->head, rx->head_len);
         if (rx->bulk_len)
             memcpy(copy + rx->head_len, rx->bulk, rx->bulk_len);
-        iov[0] = (struct iovec){copy, len};
-        msg.bulk = iov;
-        msg.bulk_cnt = 1;
-        msg.done = free_cb;
-        msg.cb_arg = copy;
-        err = gfr_rdma_submit(conn, &msg);
-        if (err)
-            free(copy);
+        err = reply_with_copy(conn, rx->xid, copy, 0, len);
         break;
     }
     if (err)
@@ -256,7 +245,7 @@ static void
 on_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, void *cb_arg)
 {
     struct conn *c = cb_arg;
-    uint64_t t = now_ns();
+    uint64_t t = gfr_now_ns();
     unsigned long done;
 
     if (g.server) {
@@ -274,7 +263,7 @@ on_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, void *cb_a
         signal_main();
         return;
     }
-    g.sent_ns = now_ns();
+    g.sent_ns = gfr_now_ns();
     if (gfr_rdma_send(conn, g.msg, g.size) != 0)
         fail("send", -EIO);
 }
@@ -441,7 +430,7 @@ run_latency(const struct gfr_rdma_opts *opts, int json)
         return 1;
     g.msg[0] = 'E';
     pthread_mutex_lock(&g.lock);
-    g.sent_ns = now_ns();
+    g.sent_ns = gfr_now_ns();
     err = gfr_rdma_send(conn, g.msg, g.size);
     if (!err)
         err = WAIT_FOR(g.finished == n || g.failed);
@@ -502,7 +491,7 @@ run_window(const struct gfr_rdma_opts *opts, int json)
             s->iov[1] = (struct iovec){s->buf, g.size};
         }
     }
-    start = now_ns();
+    start = gfr_now_ns();
     for (unsigned k = 0; k < g.window && !err; k++)
         for (unsigned i = 0; i < g.nconns && !err; i++)
             if (uatomic_read(&g.issued) < g.target)
@@ -511,7 +500,7 @@ run_window(const struct gfr_rdma_opts *opts, int json)
     if (!err)
         err = WAIT_FOR(uatomic_read(&g.finished) >= g.target || g.failed);
     pthread_mutex_unlock(&g.lock);
-    elapsed = now_ns() - start;
+    elapsed = gfr_now_ns() - start;
     if (err || g.failed) {
         fprintf(stderr, "gfr-perf: %lu of %lu requests completed\n", g.finished, g.target);
         return 1;
