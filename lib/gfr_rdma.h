@@ -165,6 +165,20 @@ int gfr_rdma_disconnect(struct gfr_rdma_conn *conn);
  */
 void gfr_rdma_conn_release(struct gfr_rdma_conn *conn);
 
+/*
+ * The addresses rdma_cm reports for a connection (the peer's, this side's)
+ * and for a listener (with the port it bound, also when it was given 0).
+ * Copies up to *len bytes into addr and sets *len to the address's size.
+ * -ENOTCONN before they are known (a client before its route resolved)
+ * or after the connection was freed of its CM id; -EINVAL.
+ */
+int gfr_rdma_conn_peer_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr,
+                            socklen_t *len);
+int gfr_rdma_conn_local_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr,
+                             socklen_t *len);
+int gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr,
+                           socklen_t *len);
+
 /* Counters of one connection, for tests and statistics. */
 struct gfr_rdma_conn_stats {
     unsigned long sent;

@@ -19,6 +19,8 @@
 
 #include "rdma-internal.h"
 
+#include <netinet/in.h>
+
 void
 gfr_rdma_log(const char *fmt, ...)
 {
@@ -298,6 +300,50 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
     conn->credits.send_avail = conn->agreed.credits;
     pthread_mutex_unlock(&conn->lock);
     return 0;
+}
+
+/* Copies a CM-reported address; 0, -ENOTCONN (none yet) or -EINVAL. */
+static int
+copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len)
+{
+    socklen_t size;
+
+    if (!addr || !len)
+        return -EINVAL;
+    if (!from || (from->sa_family != AF_INET && from->sa_family != AF_INET6))
+        return -ENOTCONN;
+    size = from->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                      : sizeof(struct sockaddr_in6);
+    memcpy(addr, from, size < *len ? size : *len);
+    *len = size;
+    return 0;
+}
+
+/* Under conn->lock: finalize clears the id under it. */
+int
+gfr_rdma_conn_peer_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr, socklen_t *len)
+{
+    int err;
+
+    if (!conn)
+        return -EINVAL;
+    pthread_mutex_lock(&conn->lock);
+    err = copy_addr(conn->id ? rdma_get_peer_addr(conn->id) : NULL, addr, len);
+    pthread_mutex_unlock(&conn->lock);
+    return err;
+}
+
+int
+gfr_rdma_conn_local_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr, socklen_t *len)
+{
+    int err;
+
+    if (!conn)
+        return -EINVAL;
+    pthread_mutex_lock(&conn->lock);
+    err = copy_addr(conn->id ? rdma_get_local_addr(conn->id) : NULL, addr, len);
+    pthread_mutex_unlock(&conn->lock);
+    return err;
 }
 
 void

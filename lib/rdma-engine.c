@@ -407,6 +407,23 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
 }
 
 int
+gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr,
+                       socklen_t *len)
+{
+    const struct sockaddr *from;
+    socklen_t size;
+
+    if (!listener || !addr || !len)
+        return -EINVAL;
+    from = rdma_get_local_addr(listener->id);
+    size = from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                       : sizeof(struct sockaddr_in);
+    memcpy(addr, from, size < *len ? size : *len);
+    *len = size;
+    return 0;
+}
+
+int
 gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
                  const struct sockaddr *src, const struct gfr_rdma_conn_ops *ops,
                  void *cb_arg, struct gfr_rdma_conn **connp)

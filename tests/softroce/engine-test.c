@@ -62,6 +62,7 @@ static struct {
     int request_reply;
     unsigned accepted;
     unsigned disconnected;
+    char first_peer[INET6_ADDRSTRLEN + 8]; /* server: where connection 0 came from */
     struct peer peers[1024];
 } st = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -218,6 +219,7 @@ static struct rr_slot *rr_slots; /* client, request/reply: by xid */
 
 static int own_resources(const char *type);
 static int probe_qps; /* cycles: count our QPs once connected */
+static int in_cycles; /* cycles: say less */
 static int qps_seen;
 
 static void
@@ -278,6 +280,41 @@ static const struct gfr_rdma_conn_ops ops = {
     .disconnected = on_disconnected,
 };
 
+/* "host port" of an address the engine reports, or "?". */
+static void
+describe_addr(const struct sockaddr *sa, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(buf, len, "%s port %u", host, port);
+}
+
+static void
+describe(struct gfr_rdma_conn *conn,
+         int (*get)(struct gfr_rdma_conn *, struct sockaddr *, socklen_t *), char *buf,
+         size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+
+    if (get(conn, (struct sockaddr *)&ss, &sl) == 0)
+        describe_addr((struct sockaddr *)&ss, buf, len);
+    else
+        snprintf(buf, len, "?");
+}
+
 static int
 accept_one(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_arg,
            const struct gfr_rdma_conn_ops **conn_ops, void **conn_cb_arg)
@@ -289,6 +326,8 @@ accept_one(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_arg
         pthread_mutex_unlock(&st.lock);
         return -ENOSPC;
     }
+    if (st.accepted == 0)
+        describe(conn, gfr_rdma_conn_peer_addr, st.first_peer, sizeof(st.first_peer));
     peer = &st.peers[st.accepted++];
     peer->conn = conn;
     pthread_mutex_unlock(&st.lock);
@@ -334,6 +373,9 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
            unsigned conns)
 {
     struct sockaddr_storage ss;
+    struct sockaddr_storage bound;
+    socklen_t bound_len;
+    char where[INET6_ADDRSTRLEN + 16];
     struct gfr_rdma_listener *listener;
     unsigned long echoed = 0;
     int bad_reasons = 0;
@@ -345,7 +387,12 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_one, NULL, &listener);
     if (err)
         return die("server: listen failed");
-    printf("engine-test: server: listening on %s port %s\n", addr, port);
+    bound_len = sizeof(bound);
+    if (gfr_rdma_listener_addr(listener, (struct sockaddr *)&bound, &bound_len) != 0)
+        return die("server: the listener has no address");
+    describe_addr((struct sockaddr *)&bound, where, sizeof(where));
+    /* The bound port, also when PORT was 0. */
+    printf("engine-test: server: listening on %s\n", where);
     fflush(stdout);
     pthread_mutex_lock(&st.lock);
     err = WAIT_FOR(st.disconnected >= conns);
@@ -357,8 +404,8 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     pthread_mutex_unlock(&st.lock);
     if (err)
         return die("server: the clients did not come and go within the time limit");
-    printf("engine-test: server: %u connections, echoed %lu messages, %d ended badly\n",
-           st.accepted, echoed, bad_reasons);
+    printf("engine-test: server: %u connections (the first from %s), echoed %lu "
+           "messages, %d ended badly\n", st.accepted, st.first_peer, echoed, bad_reasons);
     return bad_reasons == 0 ? 0 : 1;
 }
 
@@ -477,6 +524,14 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
     }
     if (probe_qps)
         qps_seen = own_resources("qp");
+    if (!in_cycles) {
+        char from[INET6_ADDRSTRLEN + 8];
+        char to[INET6_ADDRSTRLEN + 8];
+
+        describe(st.peers[0].conn, gfr_rdma_conn_local_addr, from, sizeof(from));
+        describe(st.peers[0].conn, gfr_rdma_conn_peer_addr, to, sizeof(to));
+        printf("engine-test: client: connected from %s to %s\n", from, to);
+    }
     max = max_size ? max_size : gfr_rdma_max_inline(st.peers[0].conn);
     if (max > gfr_rdma_max_msg(st.peers[0].conn) -
                   (st.request_reply ? sizeof(struct rr_request) : 0))
@@ -608,6 +663,7 @@ run_cycles(struct gfr_rdma *engine, const char *addr, const char *port,
     int qps;
     int mrs;
 
+    in_cycles = 1;
     for (unsigned r = 0; r < rounds; r++) {
         memset(&st.peers[0], 0, sizeof(st.peers[0]));
         st.disconnected = 0;

@@ -27,7 +27,13 @@ run() { # PORT CLIENT-ARGS...
 }
 
 before=$(fabric_snapshot)
-run 20090 -n 500 -b 1 || exit 1
+run 20090 -n 500 -b 1 >"$out.first" || { cat "$out.first"; exit 1; }
+cat "$out.first"
+# Both ends report the addresses rdma_cm used.
+grep -q "client: connected from 10.99.0.2 port [1-9][0-9]* to 10.99.0.1 port 20090" "$out.first" &&
+	grep -q "the first from 10.99.0.2 port [1-9]" "$out.first" ||
+	{ echo "t-engine-messages: the connection's addresses are not the ones used"; exit 1; }
+rm -f "$out.first"
 run 20094 -n 500 -b 8 -o dispatch=inline -o poll-mode=event || exit 1
 run 20091 -n 2000 -b 64 -o credits=4 >"$out.burst"
 rc=$?

@@ -46,6 +46,13 @@ wait "$server" || { cat "$out"; exit 1; }
 refused 20131 "does not use GID 0" -o gid-index=0 || exit 1
 refused 20132 "resolves to device rxe1, but device=rxe0" -o device=rxe0 || exit 1
 
+# Port 0: the listener reports the port it bound, and a client reaches it.
+start_server 0 -c 1 || exit 1
+port=$(sed -n 's/.*listening on 10.99.0.1 port \([0-9]*\)$/\1/p' "$out")
+[ -n "$port" ] && [ "$port" != 0 ] || { cat "$out"; echo "t-engine-placement: no bound port reported"; exit 1; }
+client "$port" -n 20 || { echo "t-engine-placement: connecting to the bound port $port failed"; exit 1; }
+wait "$server" || { cat "$out"; exit 1; }
+
 start_server 20133 -c 8 -o pollers=4 || exit 1
 "$prog" client "$GFR_SERVER_ADDR" 20133 "$GFR_CLIENT_ADDR" -c 8 -n 400 -b 4 -o pollers=4 >"$out.client" 2>&1 &
 client_pid=$!
