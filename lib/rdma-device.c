@@ -137,7 +137,7 @@ poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
 
     p->dev = dev;
     p->cq_size = cq_size;
-    __cds_wfs_init(&p->pbuf_returns);
+    __cds_wfcq_init(&p->pbuf_returns_head, &p->pbuf_returns_tail);
     p->channel = ibv_create_comp_channel(dev->verbs);
     p->cq = p->channel ? ibv_create_cq(dev->verbs, cq_size, p, p->channel, 0) : NULL;
     if (!p->cq) {

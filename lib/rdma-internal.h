@@ -24,7 +24,7 @@
 #include <rdma/rdma_cma.h>
 #include <urcu/list.h>
 #include <urcu/rculfhash.h>
-#include <urcu/wfstack.h>
+#include <urcu/wfcqueue.h>
 
 #include "gfr_cm_private.h"
 #include "gfr_credits.h"
@@ -64,7 +64,7 @@ struct gfr_rdma_wr {
 
 /* A registered buffer RDMA READs pull into (rdma-pbuf.c). */
 struct gfr_rdma_pbuf {
-    struct cds_wfs_node node;        /* on its poller's returns */
+    struct cds_wfcq_node node;       /* on its poller's returns */
     struct gfr_rdma_pbuf *next_free; /* on its poller's free list */
     struct gfr_rdma_poller *home;    /* NULL: a one-off, freed on put */
     int cls;
@@ -87,7 +87,8 @@ struct gfr_rdma_poller {
      * threads gave back (wait-free pushes, emptied by this poller). */
     struct gfr_rdma_pbuf *pbuf_free[GFR_PBUF_CLASSES];
     unsigned pbuf_nfree[GFR_PBUF_CLASSES];
-    struct __cds_wfs_stack pbuf_returns;
+    struct __cds_wfcq_head pbuf_returns_head;
+    struct cds_wfcq_tail pbuf_returns_tail;
 };
 
 /* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's

@@ -5,9 +5,11 @@
  * registered and are reused: per poller thread, free lists by size class
  * (64 KiB, 256 KiB, 1 MiB, 4 MiB) that only that poller touches, so the
  * fast path takes no lock.  A buffer freed on another thread (a pool worker
- * after received) goes back to its poller through a wait-free stack
- * (liburcu wfstack), which the poller empties in one go when its own list
- * runs dry.  Larger messages get a buffer of their own, registered for
+ * after received) goes back to its poller through a wait-free queue
+ * (liburcu wfcqueue, enqueued from any thread, dequeued only by the
+ * poller), which the poller empties when its own list runs dry.  (The
+ * wfstack of the same library was the first choice; its push computes a
+ * member address of its end marker, which UBSan reports.)  Larger messages get a buffer of their own, registered for
  * that message.  Each class keeps at most a few free buffers per poller;
  * beyond that they are freed.
  *
@@ -59,23 +61,21 @@ pbuf_new(struct gfr_rdma_poller *home, int cls, size_t len)
         free(b);
         return NULL;
     }
-    cds_wfs_node_init(&b->node);
+    cds_wfcq_node_init(&b->node);
     b->home = cls >= 0 ? home : NULL;
     b->cls = cls;
     return b;
 }
 
-/* Moves what other threads returned onto this poller's free lists. */
+/* Moves what other threads returned onto this poller's free lists.  The
+ * poller is the queue's only dequeuer. */
 static void
 take_returns(struct gfr_rdma_poller *p)
 {
-    struct cds_wfs_head *head = __cds_wfs_pop_all(&p->pbuf_returns);
-    struct cds_wfs_node *node;
-    struct cds_wfs_node *next;
+    struct cds_wfcq_node *node;
 
-    if (!head)
-        return;
-    cds_wfs_for_each_blocking_safe(head, node, next) {
+    while ((node = __cds_wfcq_dequeue_blocking(&p->pbuf_returns_head,
+                                               &p->pbuf_returns_tail))) {
         struct gfr_rdma_pbuf *b = caa_container_of(node, struct gfr_rdma_pbuf, node);
 
         if (p->pbuf_nfree[b->cls] >= class_keep[b->cls]) {
@@ -119,8 +119,8 @@ gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b)
         pbuf_free(b);
         return;
     }
-    cds_wfs_node_init(&b->node); /* it was on the returns stack before */
-    cds_wfs_push(&b->home->pbuf_returns, &b->node);
+    cds_wfcq_node_init(&b->node); /* it was on the returns queue before */
+    cds_wfcq_enqueue(&b->home->pbuf_returns_head, &b->home->pbuf_returns_tail, &b->node);
 }
 
 /* The poller has stopped: frees its buffers. */
