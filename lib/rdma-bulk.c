@@ -43,11 +43,10 @@ dereg_mrs(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
 }
 
 struct gfr_rdma_offer *
-gfr_rdma_offer_new(struct gfr_rdma_conn *conn)
+gfr_rdma_offer_new(void)
 {
     struct gfr_rdma_offer *offer = calloc(1, sizeof(*offer));
 
-    (void)conn;
     if (offer)
         CDS_INIT_LIST_HEAD(&offer->link);
     return offer;
@@ -417,8 +416,11 @@ pull_finished(struct gfr_rdma_conn *conn, struct gfr_rdma_xfer *x)
 
     pthread_mutex_lock(&conn->lock);
     deliver = !x->failed && conn->state != GFR_CONN_DISCONNECTING;
-    if (deliver && gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
-        gfr_rdma_conn_fail_locked(conn, -ENOMEM);
+    if (deliver) {
+        conn->stats.received++;
+        if (gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
+            gfr_rdma_conn_fail_locked(conn, -ENOMEM);
+    }
     pthread_mutex_unlock(&conn->lock);
     if (deliver) {
         gfr_rdma_deliver(conn, &x->rx, x->pbuf, x->reply_to);

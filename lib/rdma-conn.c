@@ -303,8 +303,8 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
 }
 
 /* Copies a CM-reported address; 0, -ENOTCONN (none yet) or -EINVAL. */
-static int
-copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len)
+int
+gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len)
 {
     socklen_t size;
 
@@ -319,31 +319,32 @@ copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len)
     return 0;
 }
 
-/* Under conn->lock: finalize clears the id under it. */
-int
-gfr_rdma_conn_peer_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr, socklen_t *len)
+/* One of the connection's addresses (get: rdma_get_peer_addr or
+ * rdma_get_local_addr), under conn->lock: finalize clears the id under it. */
+static int
+conn_addr(struct gfr_rdma_conn *conn, struct sockaddr *(*get)(struct rdma_cm_id *),
+          struct sockaddr *addr, socklen_t *len)
 {
     int err;
 
     if (!conn)
         return -EINVAL;
     pthread_mutex_lock(&conn->lock);
-    err = copy_addr(conn->id ? rdma_get_peer_addr(conn->id) : NULL, addr, len);
+    err = gfr_rdma_copy_addr(conn->id ? get(conn->id) : NULL, addr, len);
     pthread_mutex_unlock(&conn->lock);
     return err;
 }
 
 int
+gfr_rdma_conn_peer_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr, socklen_t *len)
+{
+    return conn_addr(conn, rdma_get_peer_addr, addr, len);
+}
+
+int
 gfr_rdma_conn_local_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr, socklen_t *len)
 {
-    int err;
-
-    if (!conn)
-        return -EINVAL;
-    pthread_mutex_lock(&conn->lock);
-    err = copy_addr(conn->id ? rdma_get_local_addr(conn->id) : NULL, addr, len);
-    pthread_mutex_unlock(&conn->lock);
-    return err;
+    return conn_addr(conn, rdma_get_local_addr, addr, len);
 }
 
 void

@@ -410,17 +410,9 @@ int
 gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr,
                        socklen_t *len)
 {
-    const struct sockaddr *from;
-    socklen_t size;
-
-    if (!listener || !addr || !len)
+    if (!listener)
         return -EINVAL;
-    from = rdma_get_local_addr(listener->id);
-    size = from->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                       : sizeof(struct sockaddr_in);
-    memcpy(addr, from, size < *len ? size : *len);
-    *len = size;
-    return 0;
+    return gfr_rdma_copy_addr(rdma_get_local_addr(listener->id), addr, len);
 }
 
 int

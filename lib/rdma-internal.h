@@ -353,6 +353,7 @@ void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
 int gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t slot);
+int gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len);
 
 /* rdma-send.c: slots, credits and the pending queue */
 int gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
@@ -391,7 +392,7 @@ void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
 void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
 
 /* rdma-bulk.c: offers, the peer's write lists, transfers */
-struct gfr_rdma_offer *gfr_rdma_offer_new(struct gfr_rdma_conn *conn);
+struct gfr_rdma_offer *gfr_rdma_offer_new(void);
 int gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                             void *addr, size_t len, int access, struct ibv_mr **mr);
 struct gfr_rdma_offer *gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn,

@@ -53,9 +53,6 @@ gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
 {
     struct gfr_rdma_delivery *d = NULL;
 
-    pthread_mutex_lock(&conn->lock);
-    conn->stats.received++;
-    pthread_mutex_unlock(&conn->lock);
     if (conn->pool_client)
         d = malloc(sizeof(*d) + (owned ? 0 : rx->head_len));
     if (d) {
@@ -166,6 +163,11 @@ handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
         err = gfr_wire_decode(buf, wc->byte_len, &conn->limits, &msg, &reason);
         if (!err)
             err = gfr_rdma_rx_accept_locked(conn, &msg, &plan, &reason);
+        /* Counted here, under the lock already held, when it will be
+         * delivered below (a pulled message is counted when its pull ends). */
+        if (!err && !plan.refuse && !plan.pulling &&
+            (msg.hdr.type == GFR_WIRE_MSG || msg.hdr.type == GFR_WIRE_REPLY))
+            conn->stats.received++;
     }
     pthread_mutex_unlock(&conn->lock);
     if (!open)

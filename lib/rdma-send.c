@@ -483,12 +483,14 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
                                .n_read = (uint8_t)s->n_read,
                                .n_write = (uint8_t)s->n_write, .xid = msg->xid};
     unsigned n = msg->head_cnt + (s->layout == LAYOUT_INLINE ? msg->bulk_cnt : 0);
+    struct iovec small[4];
     struct iovec *iov;
     int err;
 
     if (s->layout == LAYOUT_ALL_READ)
         n = 0;
-    iov = calloc(n ? n : 1, sizeof(*iov));
+    /* The common message has a piece or two: no allocation for it. */
+    iov = n <= 4 ? small : calloc(n, sizeof(*iov));
     if (!iov)
         return -ENOMEM;
     if (n)
@@ -511,30 +513,6 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
     } else {
         err = gfr_rdma_send_locked(conn, &hdr, s->read, s->write, iov, n, s->offer);
     }
-    free(iov);
-    return err;
-}
-
-/* The common case: a small message nobody waits on, copied into the SEND
- * with no offer to track.  Caller holds conn->lock. */
-static int
-send_inline_locked(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
-{
-    struct gfr_wire_hdr hdr = {.type = msg->is_reply ? GFR_WIRE_REPLY : GFR_WIRE_MSG,
-                               .xid = msg->xid};
-    unsigned n = msg->head_cnt + msg->bulk_cnt;
-    struct iovec small[4];
-    struct iovec *iov = n <= 4 ? small : calloc(n, sizeof(*iov));
-    int err;
-
-    if (!iov)
-        return -ENOMEM;
-    if (msg->head_cnt)
-        memcpy(iov, msg->head, msg->head_cnt * sizeof(*iov));
-    if (msg->bulk_cnt)
-        memcpy(iov + msg->head_cnt, msg->bulk, msg->bulk_cnt * sizeof(*iov));
-    hdr.inline_len = (uint32_t)iov_total(iov, n);
-    err = gfr_rdma_send_locked(conn, &hdr, NULL, NULL, iov, n, NULL);
     if (iov != small)
         free(iov);
     return err;
@@ -569,7 +547,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         s.wl = gfr_rdma_peer_wl_take_locked(conn, msg->xid);
     if (!err && !copy && !msg->done && !msg->reply_cnt &&
         GFR_WIRE_HDR_SIZE + s.head_len + s.bulk_len <= inline_max) {
-        err = send_inline_locked(conn, msg);
+        s.layout = LAYOUT_INLINE; /* no offer: nothing to track */
+        err = transmit_locked(conn, &s);
         pthread_mutex_unlock(&conn->lock);
         free(s.wl);
         return err;
@@ -585,7 +564,7 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         err = -E2BIG;
         goto out;
     }
-    s.offer = gfr_rdma_offer_new(conn);
+    s.offer = gfr_rdma_offer_new();
     if (!s.offer) {
         err = -ENOMEM;
         goto out;

@@ -126,7 +126,7 @@ free_conn(struct gfr_rdma_conn *conn)
 static struct gfr_rdma_offer *
 add_offer(struct gfr_rdma_conn *conn, uint32_t xid, int await_done, uint64_t write_total)
 {
-    struct gfr_rdma_offer *o = gfr_rdma_offer_new(conn);
+    struct gfr_rdma_offer *o = gfr_rdma_offer_new();
 
     assert_non_null(o);
     o->xid = xid;
