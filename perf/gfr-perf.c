@@ -43,6 +43,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_clock.h"
+#include "gfr_addr.h"
 #include "gfr_rdma.h"
 
 #define WAIT_S 300
@@ -322,19 +323,6 @@ accept_conn(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_ar
     })
 
 static int
-parse_addr(const char *host, const char *port, struct sockaddr_storage *ss)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST};
-    struct addrinfo *res;
-
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -EINVAL;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
-}
-
-static int
 compare_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a;
@@ -350,7 +338,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port)
     struct gfr_rdma_listener *listener;
 
     g.server = 1;
-    if (parse_addr(addr, port, &ss) ||
+    if (gfr_addr_parse_numeric(addr, port, &ss) ||
         gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_conn, NULL, &listener)) {
         fprintf(stderr, "gfr-perf: cannot listen on %s port %s\n", addr, port);
         return 1;
@@ -373,7 +361,8 @@ connect_all(struct gfr_rdma *engine, const char *addr, const char *port,
     struct sockaddr_storage src;
     int err = 0;
 
-    if (parse_addr(addr, port, &dst) || parse_addr(bind_addr, "0", &src)) {
+    if (gfr_addr_parse_numeric(addr, port, &dst) ||
+        gfr_addr_parse_numeric(bind_addr, "0", &src)) {
         fprintf(stderr, "gfr-perf: bad address\n");
         return 1;
     }

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gfr_addr.h"
 #include "gfr_rdma.h"
 
 #define WAIT_MS 60000
@@ -349,19 +350,6 @@ accept_one(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_arg
     })
 
 static int
-parse_addr(const char *host, const char *port, struct sockaddr_storage *ss)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST};
-    struct addrinfo *res;
-
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -EINVAL;
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
-}
-
-static int
 die(const char *what)
 {
     fprintf(stderr, "engine-test: %s\n", what);
@@ -382,7 +370,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     int err;
 
     st.is_server = 1;
-    if (parse_addr(addr, port, &ss))
+    if (gfr_addr_parse_numeric(addr, port, &ss))
         return die("server: bad address");
     err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_one, NULL, &listener);
     if (err)
@@ -502,7 +490,8 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
     unsigned long sent = 0;
     int err = 0;
 
-    if (parse_addr(addr, port, &dst) || parse_addr(bind_addr, "0", &src))
+    if (gfr_addr_parse_numeric(addr, port, &dst) ||
+        gfr_addr_parse_numeric(bind_addr, "0", &src))
         return die("client: bad address");
     for (unsigned c = 0; c < conns; c++) {
         err = gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src,
