@@ -33,6 +33,15 @@ struct gfr_rdma_conn;
 struct gfr_rdma_listener;
 
 /*
+ * Where the engines' diagnostics go (one sentence each, without a trailing
+ * newline, naming what failed): by default stderr, prefixed "gfr-rdma: ".
+ * Process-wide; call before creating the first engine (the pointer is read
+ * by engine threads without a lock).  fn runs on any engine thread.
+ */
+typedef void (*gfr_rdma_log_fn)(const char *msg, void *arg);
+void gfr_rdma_set_log(gfr_rdma_log_fn fn, void *arg);
+
+/*
  * A received message, valid during the received callback.  Its body is
  * head (what travelled inline in the SEND) followed by bulk (what the
  * engine pulled by RDMA READ because the body was larger than the inline
@@ -91,6 +100,12 @@ void gfr_rdma_destroy(struct gfr_rdma *engine);
 int gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr,
                     int backlog, gfr_rdma_accept_fn accept, void *cb_arg,
                     struct gfr_rdma_listener **listener);
+
+/* Stops accepting on listener and frees it: when this returns, its accept
+ * callback is not running and will not be called again.  Connections it
+ * accepted live on.  Any thread (it waits for the CM thread), before
+ * gfr_rdma_destroy, which closes the listeners still open. */
+void gfr_rdma_listener_close(struct gfr_rdma_listener *listener);
 
 /* Starts connecting to dst (from src if not NULL); the outcome arrives as
  * connected or disconnected. */

@@ -21,16 +21,31 @@
 
 #include <netinet/in.h>
 
+/* Set once, before the first engine exists; read by every engine thread. */
+static gfr_rdma_log_fn log_fn;
+static void *log_arg;
+
+void
+gfr_rdma_set_log(gfr_rdma_log_fn fn, void *arg)
+{
+    log_arg = arg;
+    uatomic_set(&log_fn, fn);
+}
+
 void
 gfr_rdma_log(const char *fmt, ...)
 {
+    gfr_rdma_log_fn fn = uatomic_read(&log_fn);
+    char msg[512];
     va_list ap;
 
-    fprintf(stderr, "gfr-rdma: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    if (fn)
+        fn(msg, log_arg);
+    else
+        fprintf(stderr, "gfr-rdma: %s\n", msg);
 }
 
 void

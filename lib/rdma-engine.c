@@ -294,6 +294,27 @@ disconnect_all(struct gfr_rdma *engine)
     return live;
 }
 
+/* Destroys the CM ids of the listeners gfr_rdma_listener_close handed
+ * over.  On the CM thread, between events: a CONNECT_REQUEST already taken
+ * from the channel still uses its listener after the event is acked. */
+static void
+close_listeners(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_listener *listener;
+
+    pthread_mutex_lock(&engine->lock);
+    while (!cds_list_empty(&engine->closing)) {
+        listener = cds_list_first_entry(&engine->closing, struct gfr_rdma_listener, link);
+        cds_list_del_init(&listener->link);
+        pthread_mutex_unlock(&engine->lock);
+        rdma_destroy_id(listener->id);
+        pthread_mutex_lock(&engine->lock);
+        listener->closed = 1;
+    }
+    pthread_cond_broadcast(&engine->closed);
+    pthread_mutex_unlock(&engine->lock);
+}
+
 static void *
 cm_main(void *arg)
 {
@@ -314,6 +335,7 @@ cm_main(void *arg)
             if (read(engine->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
                 gfr_rdma_log("reading the CM thread's eventfd: %s", strerror(errno));
         }
+        close_listeners(engine);
         reap_all(engine);
     }
     urcu_memb_unregister_thread();
@@ -347,6 +369,8 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     CDS_INIT_LIST_HEAD(&engine->devices);
     CDS_INIT_LIST_HEAD(&engine->conns);
     CDS_INIT_LIST_HEAD(&engine->listeners);
+    CDS_INIT_LIST_HEAD(&engine->closing);
+    pthread_cond_init(&engine->closed, NULL);
     CDS_INIT_LIST_HEAD(&engine->reap);
     CDS_INIT_LIST_HEAD(&engine->dead);
     engine->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -404,6 +428,35 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     pthread_mutex_unlock(&engine->lock);
     *listenerp = listener;
     return 0;
+}
+
+void
+gfr_rdma_listener_close(struct gfr_rdma_listener *listener)
+{
+    struct gfr_rdma *engine;
+    uint64_t one = 1;
+
+    if (!listener)
+        return;
+    engine = listener->engine;
+    if (pthread_equal(pthread_self(), engine->cm_thread)) {
+        pthread_mutex_lock(&engine->lock);
+        cds_list_del(&listener->link);
+        pthread_mutex_unlock(&engine->lock);
+        rdma_destroy_id(listener->id);
+        free(listener);
+        return;
+    }
+    pthread_mutex_lock(&engine->lock);
+    cds_list_move(&listener->link, &engine->closing);
+    pthread_mutex_unlock(&engine->lock);
+    if (write(engine->wake_fd, &one, sizeof(one)) != sizeof(one))
+        gfr_rdma_log("cannot wake the CM thread to close a listener: %s", strerror(errno));
+    pthread_mutex_lock(&engine->lock);
+    while (!listener->closed)
+        pthread_cond_wait(&engine->closed, &engine->lock);
+    pthread_mutex_unlock(&engine->lock);
+    free(listener);
 }
 
 int
@@ -475,6 +528,7 @@ gfr_rdma_destroy(struct gfr_rdma *engine)
     gfr_rdma_dev_destroy_all(engine);
     rdma_destroy_event_channel(engine->channel);
     close(engine->wake_fd);
+    pthread_cond_destroy(&engine->closed);
     pthread_mutex_destroy(&engine->lock);
     free(engine);
 }

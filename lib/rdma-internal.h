@@ -301,7 +301,8 @@ struct gfr_rdma_listener {
     struct rdma_cm_id *id;
     gfr_rdma_accept_fn accept;
     void *cb_arg;
-    struct cds_list_head link;
+    struct cds_list_head link; /* engine->listeners, then engine->closing */
+    int closed;                /* the CM thread destroyed id (engine->lock) */
 };
 
 struct gfr_rdma {
@@ -316,6 +317,8 @@ struct gfr_rdma {
     struct cds_list_head devices;
     struct cds_list_head conns;
     struct cds_list_head listeners;
+    struct cds_list_head closing; /* listeners the CM thread is to destroy */
+    pthread_cond_t closed;        /* signalled when it has destroyed them */
     struct cds_list_head reap;
     struct cds_list_head dead; /* finalized, not yet released */
 };

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * rdma.so's internals: the state behind one rpc_transport_t and the pieces
+ * the plugin's files share.  docs/plugin.md describes the design.
+ *
+ * Stages, one file each: plugin-opts.c (volume options), plugin-engine.c
+ * (the process's engines, its worker pool and the log bridge),
+ * plugin-conn.c (listen, accept, connect, disconnect, addresses),
+ * plugin-rx.c (a received message handed to GlusterFS), plugin-tx.c
+ * (submit_request and submit_reply), rdma.c (the exported symbols).
+ */
+#ifndef GFR_PLUGIN_H
+#define GFR_PLUGIN_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <glusterfs/glusterfs.h>
+#include <glusterfs/xlator.h>
+#include <glusterfs/glfs-message-id.h>
+#include <glusterfs/rpc/rpc-transport.h>
+
+#include "gfr_rdma.h"
+
+#define GFR_PLUGIN_DOMAIN "rpc-transport/rdma"
+#define GFR_DEFAULT_PORT 24008 /* GF_DEFAULT_BASE_PORT + 1, as the old transport */
+
+/* Message ids in GlusterFS's block for the rdma transport. */
+GLFS_MSGID(RPC_TRANS_RDMA, GFR_MSG_BAD_OPTION, GFR_MSG_ENGINE, GFR_MSG_LISTEN_FAILED,
+           GFR_MSG_LISTENING, GFR_MSG_CONNECT_FAILED, GFR_MSG_DISCONNECTED,
+           GFR_MSG_ACCEPT_FAILED, GFR_MSG_BAD_MESSAGE, GFR_MSG_SUBMIT_FAILED,
+           GFR_MSG_NO_MEMORY, GFR_MSG_UNKNOWN_XID, GFR_MSG_RECONFIGURE);
+
+/* What the volume options say (plugin-opts.c). */
+struct gfr_plugin_cfg {
+    struct gfr_rdma_opts engine;
+    sa_family_t family;      /* AF_INET or AF_INET6 */
+    char bind_address[256];  /* listener; "" = any */
+    uint16_t listen_port;
+    int listen_backlog;
+    uint16_t remote_port;    /* client, when connect is given port 0 */
+};
+
+enum gfr_trans_role {
+    GFR_TRANS_NEW,      /* initialised, neither listening nor connecting yet */
+    GFR_TRANS_CLIENT,   /* connect()ed */
+    GFR_TRANS_LISTENER, /* listen()ing */
+    GFR_TRANS_ACCEPTED, /* created by the plugin for an accepted connection */
+};
+
+struct gfr_plugin_engine;
+
+/*
+ * rpc_transport_t.private.  Owned by its transport: freed by fini.  While
+ * an engine connection exists the plugin holds a reference on the
+ * transport (taken when the connection is made or accepted, dropped after
+ * its disconnected callback), so the engine never calls back into a freed
+ * transport.
+ */
+struct gfr_trans {
+    rpc_transport_t *trans;
+    enum gfr_trans_role role;
+    struct gfr_plugin_cfg cfg;      /* not filled for accepted transports */
+    struct gfr_plugin_engine *engine; /* a reference; NULL until needed */
+    pthread_mutex_t lock;           /* guards conn and connected */
+    struct gfr_rdma_conn *conn;     /* the engine connection, or NULL */
+    int connected;
+    struct gfr_rdma_listener *listener; /* listeners: until disconnect/fini */
+};
+
+/* plugin-opts.c */
+/* The table GlusterFS validates a volume's options against; rdma.so
+ * exports it as `options`. */
+extern volume_option_t options[];
+/* Reads options into cfg (defaults for what is absent).  A bad value is
+ * logged naming the option and what it accepts; returns 0 or -EINVAL. */
+int gfr_plugin_cfg_read(dict_t *dict, const char *name, struct gfr_plugin_cfg *cfg);
+
+/* plugin-engine.c */
+/* A reference on the engine for these options, created with the process's
+ * worker pool when none exists yet.  Any thread but an engine's own. */
+int gfr_plugin_engine_get(const struct gfr_rdma_opts *opts, struct gfr_plugin_engine **engine);
+struct gfr_rdma *gfr_plugin_engine_rdma(struct gfr_plugin_engine *engine);
+void gfr_plugin_engine_ref(struct gfr_plugin_engine *engine);
+/* Drops a reference; the last one destroys the engine on a thread of its
+ * own (engine and pool threads may drop it, and cannot join themselves). */
+void gfr_plugin_engine_put(struct gfr_plugin_engine *engine);
+
+/* plugin-conn.c */
+int32_t gfr_plugin_listen(rpc_transport_t *this);
+int32_t gfr_plugin_connect(rpc_transport_t *this, int port);
+int32_t gfr_plugin_disconnect(rpc_transport_t *this, gf_boolean_t wait);
+int32_t gfr_plugin_get_peername(rpc_transport_t *this, char *hostname, int hostlen);
+int32_t gfr_plugin_get_peeraddr(rpc_transport_t *this, char *peeraddr, int addrlen,
+                                struct sockaddr_storage *sa, socklen_t salen);
+int32_t gfr_plugin_get_myname(rpc_transport_t *this, char *hostname, int hostlen);
+int32_t gfr_plugin_get_myaddr(rpc_transport_t *this, char *myaddr, int addrlen,
+                              struct sockaddr_storage *sa, socklen_t salen);
+/* Closes a listener's engine listener, if open (fini). */
+void gfr_plugin_close_listener(struct gfr_trans *priv);
+
+/* plugin-rx.c: the engine's received callback for every role. */
+void gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
+                         void *cb_arg);
+
+/* plugin-tx.c */
+int32_t gfr_plugin_submit_request(rpc_transport_t *this, rpc_transport_req_t *req);
+int32_t gfr_plugin_submit_reply(rpc_transport_t *this, rpc_transport_reply_t *reply);
+
+#endif /* GFR_PLUGIN_H */

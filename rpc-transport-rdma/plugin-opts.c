@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The plugin's volume options: the table GlusterFS validates a volume's
+ * options against (exported as `options` by rdma.c) and the reading of a
+ * transport's dict into a gfr_plugin_cfg.  docs/options.md lists them.
+ *
+ * The engine's options appear as "transport.rdma.<engine key>" (lib/
+ * rdma-opts.c parses the value), with the old transport's names as aliases
+ * where they differ; GlusterFS renames an alias to key[0] when it validates.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gfr_plugin.h"
+
+#define ENGINE_PREFIX "transport.rdma."
+
+/* Exported under GlusterFS's name for it: dlsym("options") must find the
+ * array itself. */
+volume_option_t options[] = {
+    {.key = {"transport.rdma.listen-port", "listen-port"},
+     .type = GF_OPTION_TYPE_INT, .min = 0, .max = 65535, .default_value = "24008",
+     .description = "Port the brick listens on (0: any free port, which is then "
+                    "registered with glusterd as the brick's rdma port)."},
+    {.key = {"transport.rdma.bind-address"}, .type = GF_OPTION_TYPE_INTERNET_ADDRESS,
+     .description = "Address the brick listens on; default: every address."},
+    {.key = {"transport.address-family", "address-family"}, .type = GF_OPTION_TYPE_STR,
+     .value = {"inet", "inet6"}, .default_value = "inet",
+     .description = "inet (IPv4) or inet6 (IPv6) for listening and resolving remote-host."},
+    {.key = {"transport.listen-backlog"}, .type = GF_OPTION_TYPE_INT, .min = 1,
+     .max = 65535, .default_value = "1024",
+     .description = "Connection requests the kernel queues for a listener."},
+    {.key = {"remote-port"}, .type = GF_OPTION_TYPE_INT, .min = 1, .max = 65535,
+     .default_value = "24008",
+     .description = "Port a client connects to when GlusterFS gives none."},
+    {.key = {"transport.rdma.poll-mode"}, .type = GF_OPTION_TYPE_STR,
+     .value = {"busy", "adaptive", "event"}, .default_value = "adaptive",
+     .description = "How completion-queue pollers wait: busy (a core each), adaptive "
+                    "(poll spin-us, then sleep) or event (sleep at once)."},
+    {.key = {"transport.rdma.spin-us"}, .type = GF_OPTION_TYPE_INT, .min = 0,
+     .max = 1000000, .default_value = "50",
+     .description = "Adaptive polling: microseconds a poller polls before sleeping."},
+    {.key = {"transport.rdma.pollers"}, .type = GF_OPTION_TYPE_INT, .min = 1, .max = 64,
+     .default_value = "1", .description = "Completion-queue poller threads per device."},
+    {.key = {"transport.rdma.dispatch"}, .type = GF_OPTION_TYPE_STR,
+     .value = {"pool", "inline"}, .default_value = "pool",
+     .description = "Where received messages are handled: the global worker pool, "
+                    "or inline on the poller thread."},
+    {.key = {"transport.rdma.receive-queue"}, .type = GF_OPTION_TYPE_STR,
+     .value = {"srq", "per-connection"}, .default_value = "srq",
+     .description = "Receive buffers shared by the device's connections (srq) or "
+                    "owned by each connection."},
+    {.key = {"transport.rdma.credits", "transport.rdma.work-request-recv-count"},
+     .type = GF_OPTION_TYPE_INT, .min = 2, .max = 4096, .default_value = "64",
+     .description = "Messages a peer may send before this side returns credit: the "
+                    "receive work requests per connection; the peer's send queue "
+                    "is sized from it."},
+    {.key = {"transport.rdma.inline-max", "transport.rdma.inline-threshold"},
+     .type = GF_OPTION_TYPE_SIZET, .min = 256, .max = 16 * GF_UNIT_MB,
+     .default_value = "8KB",
+     .description = "Receive buffer size: larger messages move by RDMA READ/WRITE."},
+    {.key = {"transport.rdma.max-msg"}, .type = GF_OPTION_TYPE_SIZET, .min = 256,
+     .max = GF_UNIT_GB, .default_value = "4MB",
+     .description = "Largest RPC message, inline or bulk."},
+    {.key = {"transport.rdma.segment-size"}, .type = GF_OPTION_TYPE_SIZET,
+     .min = 4 * GF_UNIT_KB, .max = GF_UNIT_GB, .default_value = "1MB",
+     .description = "Largest single RDMA READ or WRITE."},
+    {.key = {"transport.rdma.rdma-depth"}, .type = GF_OPTION_TYPE_INT, .min = 1,
+     .max = 64, .default_value = "4",
+     .description = "RDMA READs/WRITEs in flight per connection."},
+    {.key = {"transport.rdma.connect-timeout-ms"}, .type = GF_OPTION_TYPE_INT,
+     .min = 100, .max = 600000, .default_value = "5000",
+     .description = "Address and route resolution timeout, each."},
+    {.key = {"transport.rdma.qp-timeout", "transport.rdma.attr-timeout"},
+     .type = GF_OPTION_TYPE_INT, .min = 0, .max = 31, .default_value = "17",
+     .description = "Local ACK timeout exponent: 4.096 us * 2^n."},
+    {.key = {"transport.rdma.retry-count", "transport.rdma.attr-retry-cnt"},
+     .type = GF_OPTION_TYPE_INT, .min = 0, .max = 7, .default_value = "7",
+     .description = "Retransmissions before a connection fails."},
+    {.key = {"transport.rdma.rnr-retry", "transport.rdma.attr-rnr-retry"},
+     .type = GF_OPTION_TYPE_INT, .min = 0, .max = 7, .default_value = "7",
+     .description = "Receiver-not-ready retries (7: forever)."},
+    {.key = {"transport.rdma.port"}, .type = GF_OPTION_TYPE_INT, .min = 1, .max = 255,
+     .default_value = "1", .description = "Device port connections must use."},
+    {.key = {"transport.rdma.gid-index"}, .type = GF_OPTION_TYPE_INT, .min = -1,
+     .max = 255, .default_value = "-1",
+     .description = "GID index connections must use (-1: the one rdma_cm picks)."},
+    {.key = {"transport.rdma.device", "transport.rdma.device-name"},
+     .type = GF_OPTION_TYPE_STR,
+     .description = "RDMA device connections must use (e.g. mlx5_0, rxe0); default: "
+                    "the one the address resolves to."},
+    {.key = {NULL}},
+};
+
+/* The option's value under its key or one of its aliases, or NULL. */
+static char *
+lookup(dict_t *dict, const volume_option_t *opt)
+{
+    char *value;
+
+    for (int k = 0; k < ZR_VOLUME_MAX_NUM_KEY && opt->key[k]; k++)
+        if (dict_get_str(dict, (char *)opt->key[k], &value) == 0)
+            return value;
+    return NULL;
+}
+
+static int
+bad(const char *name, const char *key, const char *value, const char *why)
+{
+    gf_msg(name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION,
+           "option %s=%s is not valid: %s", key, value, why);
+    return -EINVAL;
+}
+
+/* "a, b, c" from the option's value list. */
+static void
+accepted_values(const volume_option_t *opt, char *out, size_t len)
+{
+    size_t used = 0;
+
+    out[0] = 0;
+    for (int i = 0; i < ZR_OPTION_MAX_ARRAY_SIZE && opt->value[i] && used < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s", i ? ", " : "",
+                                 opt->value[i]);
+}
+
+/* Reads one of the plugin's own options (not the engine's). */
+static int
+read_plugin_option(const char *name, const volume_option_t *opt, const char *value,
+                   struct gfr_plugin_cfg *cfg)
+{
+    const char *key = opt->key[0];
+    char accepted[64];
+    int n = 0;
+
+    if (opt->type == GF_OPTION_TYPE_INT &&
+        (gf_string2int(value, &n) != 0 || n < opt->min || n > opt->max)) {
+        char why[96];
+
+        snprintf(why, sizeof(why), "a whole number from %.0f to %.0f is expected",
+                 opt->min, opt->max);
+        return bad(name, key, value, why);
+    }
+    if (strcmp(key, "transport.rdma.listen-port") == 0) {
+        cfg->listen_port = (uint16_t)n;
+    } else if (strcmp(key, "remote-port") == 0) {
+        cfg->remote_port = (uint16_t)n;
+    } else if (strcmp(key, "transport.listen-backlog") == 0) {
+        cfg->listen_backlog = n;
+    } else if (strcmp(key, "transport.address-family") == 0) {
+        if (strcmp(value, "inet") == 0) {
+            cfg->family = AF_INET;
+        } else if (strcmp(value, "inet6") == 0) {
+            cfg->family = AF_INET6;
+        } else {
+            char why[96];
+
+            accepted_values(opt, accepted, sizeof(accepted));
+            snprintf(why, sizeof(why), "one of %s is expected", accepted);
+            return bad(name, key, value, why);
+        }
+    } else if (strcmp(key, "transport.rdma.bind-address") == 0) {
+        if (strlen(value) >= sizeof(cfg->bind_address))
+            return bad(name, key, value, "the address is too long");
+        strcpy(cfg->bind_address, value);
+    }
+    return 0;
+}
+
+/* Hands an engine option to lib/'s parser, sizes in bytes. */
+static int
+read_engine_option(const char *name, const volume_option_t *opt, const char *value,
+                   struct gfr_plugin_cfg *cfg)
+{
+    const char *engine_key = opt->key[0] + strlen(ENGINE_PREFIX);
+    char number[32];
+    char why[160];
+    uint64_t bytes;
+
+    if (opt->type == GF_OPTION_TYPE_SIZET) {
+        if (gf_string2bytesize_uint64(value, &bytes) != 0)
+            return bad(name, opt->key[0], value, "a size such as 8KB or 1MB is expected");
+        snprintf(number, sizeof(number), "%llu", (unsigned long long)bytes);
+        value = number;
+    }
+    if (gfr_rdma_opts_set(&cfg->engine, engine_key, value, why, sizeof(why)) != 0)
+        return bad(name, opt->key[0], value, why);
+    return 0;
+}
+
+/* The engine's options are the "transport.rdma." ones lib/ knows. */
+static int
+is_engine_option(const volume_option_t *opt)
+{
+    struct gfr_rdma_opts probe;
+
+    gfr_rdma_opts_init(&probe);
+    return strncmp(opt->key[0], ENGINE_PREFIX, strlen(ENGINE_PREFIX)) == 0 &&
+           gfr_rdma_opts_set(&probe, opt->key[0] + strlen(ENGINE_PREFIX), NULL, NULL, 0) !=
+               -ENOENT;
+}
+
+int
+gfr_plugin_cfg_read(dict_t *dict, const char *name, struct gfr_plugin_cfg *cfg)
+{
+    char why[160];
+
+    memset(cfg, 0, sizeof(*cfg));
+    gfr_rdma_opts_init(&cfg->engine);
+    cfg->family = AF_INET;
+    cfg->listen_port = GFR_DEFAULT_PORT;
+    cfg->remote_port = GFR_DEFAULT_PORT;
+    cfg->listen_backlog = 1024;
+    for (const volume_option_t *opt = options; opt->key[0]; opt++) {
+        const char *value = dict ? lookup(dict, opt) : NULL;
+        int err;
+
+        if (!value)
+            continue;
+        err = is_engine_option(opt) ? read_engine_option(name, opt, value, cfg)
+                                    : read_plugin_option(name, opt, value, cfg);
+        if (err)
+            return err;
+    }
+    if (gfr_rdma_opts_check(&cfg->engine, why, sizeof(why)) != 0) {
+        gf_msg(name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION,
+               "the transport.rdma options do not fit together: %s", why);
+        return -EINVAL;
+    }
+    return 0;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A received message handed to GlusterFS (MSG_RECEIVED), on a pool worker
+ * or, with dispatch=inline, on the poller thread.
+ *
+ * vector[0] is the RPC header from the XID on (rpc-clnt and rpcsvc decode
+ * it there); the payload follows it in the same iobuf, except for the data
+ * of a READ reply, which GlusterFS wants as vector[1], and which lives in
+ * the buffer the request offered (socket.so does the same): either the
+ * server RDMA-wrote it there already (rx->written), or it is copied there.
+ * The pollin is destroyed when notify returns; GlusterFS keeps what it
+ * needs by taking iobref references.
+ */
+#include <errno.h>
+#include <limits.h> /* protocol-common.h needs PATH_MAX */
+#include <string.h>
+
+#include <glusterfs/rpc/protocol-common.h>
+#include <glusterfs/glusterfs-fops.h>
+
+#include "gfr_plugin.h"
+#include "rpc-frame.h"
+
+/* Copies [off, off + len) of the body into a new iobuf added to iobref. */
+static int
+copy_to_iobuf(rpc_transport_t *this, const struct gfr_rdma_rx *rx, size_t off, size_t len,
+              struct iobref *iobref, struct iovec *vec)
+{
+    struct iobuf *iob = iobuf_get2(this->ctx->iobuf_pool, len);
+
+    if (!iob)
+        return -ENOMEM;
+    gfr_frame_copy(rx, off, len, iobuf_ptr(iob));
+    if (iobref_add(iobref, iob) != 0) {
+        iobuf_unref(iob);
+        return -ENOMEM;
+    }
+    iobuf_unref(iob); /* iobref holds it */
+    vec->iov_base = iobuf_ptr(iob);
+    vec->iov_len = len;
+    return 0;
+}
+
+static void
+hand_up(rpc_transport_t *this, struct iovec *vec, int count, struct iobref *iobref,
+        int is_reply)
+{
+    rpc_transport_pollin_t *pollin;
+
+    pollin = rpc_transport_pollin_alloc(this, vec, count, NULL, iobref, NULL);
+    if (!pollin) {
+        gf_msg(this->name, GF_LOG_ERROR, ENOMEM, GFR_MSG_NO_MEMORY,
+               "no memory to hand up a message from %s", this->peerinfo.identifier);
+        return;
+    }
+    pollin->is_reply = (char)is_reply;
+    rpc_transport_notify(this, RPC_TRANSPORT_MSG_RECEIVED, pollin);
+    rpc_transport_pollin_destroy(pollin);
+}
+
+/*
+ * A READ reply with data: header in vector[0], data in vector[1], in the
+ * request's offered buffer (its rsp_iobref, which rpc-clnt passes to the
+ * READ callback) when there is one.  -EPROTO: the reply does not fit it.
+ */
+static int
+hand_up_read_reply(rpc_transport_t *this, const struct gfr_rdma_rx *rx,
+                   const struct gfr_frame *f, rpc_request_info_t *info)
+{
+    struct iovec vec[2];
+    struct iobref *iobref;
+    struct iovec *offered = info->rsp.rsp_payload_count ? info->rsp.rsp_payload : NULL;
+    size_t data_len = f->payload_len ? f->payload_len : rx->written;
+    int into_offered = offered && data_len <= offered->iov_len;
+    int err;
+
+    if (rx->written && (!into_offered || f->payload_len))
+        return -EPROTO;
+    iobref = into_offered && info->rsp.rsp_iobref ? iobref_ref(info->rsp.rsp_iobref)
+                                                  : iobref_new();
+    if (!iobref)
+        return -ENOMEM;
+    err = copy_to_iobuf(this, rx, f->header_off, f->header_len, iobref, &vec[0]);
+    if (!err && into_offered) {
+        if (f->payload_len)
+            gfr_frame_copy(rx, f->payload_off, f->payload_len, offered->iov_base);
+        vec[1].iov_base = offered->iov_base;
+        vec[1].iov_len = data_len;
+    } else if (!err) {
+        err = copy_to_iobuf(this, rx, f->payload_off, f->payload_len, iobref, &vec[1]);
+    }
+    if (!err)
+        hand_up(this, vec, 2, iobref, 1);
+    iobref_unref(iobref);
+    return err;
+}
+
+/* Everything else: header and payload in one iobuf. */
+static int
+hand_up_whole(rpc_transport_t *this, const struct gfr_rdma_rx *rx, const struct gfr_frame *f)
+{
+    struct iobref *iobref = iobref_new();
+    struct iovec vec;
+    int err;
+
+    if (!iobref)
+        return -ENOMEM;
+    err = copy_to_iobuf(this, rx, f->header_off, f->header_len + f->payload_len, iobref,
+                        &vec);
+    if (!err)
+        hand_up(this, &vec, 1, iobref, rx->is_reply);
+    iobref_unref(iobref);
+    return err;
+}
+
+static void
+drop_peer(rpc_transport_t *this, struct gfr_rdma_conn *conn, const char *why)
+{
+    gf_msg(this->name, GF_LOG_ERROR, EPROTO, GFR_MSG_BAD_MESSAGE,
+           "%s sent %s; disconnecting", this->peerinfo.identifier, why);
+    gfr_rdma_disconnect(conn);
+}
+
+void
+gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, void *cb_arg)
+{
+    struct gfr_trans *priv = cb_arg;
+    rpc_transport_t *this = priv->trans;
+    rpc_request_info_t info = {.xid = rx->xid};
+    const char *why = NULL;
+    struct gfr_frame f;
+    int err;
+
+    THIS = this->xl;
+    if (gfr_frame_parse(rx, &f, &why) != 0) {
+        drop_peer(this, conn, why);
+        return;
+    }
+    if (!rx->is_reply || (!f.payload_len && !rx->written)) {
+        err = hand_up_whole(this, rx, &f);
+    } else if (rpc_transport_notify(this, RPC_TRANSPORT_MAP_XID_REQUEST, &info) != 0) {
+        /* The request is gone (timed out, or its connection was reset):
+         * socket.so drops such replies too. */
+        gf_msg(this->name, GF_LOG_WARNING, 0, GFR_MSG_UNKNOWN_XID,
+               "dropping a reply from %s to unknown request xid 0x%x",
+               this->peerinfo.identifier, rx->xid);
+        return;
+    } else if (info.prognum == GLUSTER_FOP_PROGRAM && info.procnum == GF_FOP_READ) {
+        err = hand_up_read_reply(this, rx, &f, &info);
+    } else if (rx->written) {
+        err = -EPROTO; /* only READ requests offer buffers */
+    } else {
+        err = hand_up_whole(this, rx, &f);
+    }
+    if (err == -EPROTO) {
+        drop_peer(this, conn, "a reply that does not fit the buffers its request offered");
+    } else if (err) {
+        /* Not dropped quietly: ending the connection fails the peer's
+         * outstanding calls at once instead of leaving them to time out. */
+        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_NO_MEMORY,
+               "cannot hand up a message from %s (%s); disconnecting",
+               this->peerinfo.identifier, strerror(-err));
+        gfr_rdma_disconnect(conn);
+    }
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * submit_request and submit_reply: one RPC record becomes one engine
+ * message, framed as rpc-frame.h says, zero-copy.
+ *
+ * A record that fits inline is copied into a send buffer before
+ * gfr_rdma_submit returns, so nothing is kept.  Otherwise the engine reads
+ * GlusterFS's buffers later (the peer pulls the payload, or the reply is
+ * written into what the request offered), and the record's iobref stays
+ * referenced until the engine's done callback: the caller drops its own
+ * references as soon as submit returns.
+ *
+ * A READ request offers its reply buffer (rsp_payload) to the server when
+ * the data would not fit inline anyway; the server then RDMA-writes the
+ * data straight into it.  Smaller READ replies come inline, where copying
+ * 4 KiB costs less than registering the buffer.
+ *
+ * Called by rpc-clnt with its conn->lock held and by rpcsvc from any
+ * thread; takes priv->lock around the engine call (see plugin-conn.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gfr_plugin.h"
+#include "rpc-frame.h"
+
+/* What a record keeps alive until the engine is done with its buffers. */
+struct gfr_tx {
+    struct iobref *iobref;
+    struct iobref *rsp_iobref;
+    uint8_t prefix[GFR_FRAME_PREFIX];
+};
+
+static void
+tx_done(void *cb_arg, int status)
+{
+    struct gfr_tx *tx = cb_arg;
+
+    (void)status; /* a failed send has ended its connection: rpc-clnt sees it */
+    if (tx->iobref)
+        iobref_unref(tx->iobref);
+    if (tx->rsp_iobref)
+        iobref_unref(tx->rsp_iobref);
+    free(tx);
+}
+
+static size_t
+iov_bytes(const struct iovec *iov, int count)
+{
+    size_t n = 0;
+
+    for (int i = 0; i < count; i++)
+        n += iov[i].iov_len;
+    return n;
+}
+
+struct record {
+    const rpc_transport_msg_t *msg;
+    int is_reply;
+    const struct iovec *offer; /* request: reply buffers to offer */
+    int offer_cnt;
+    struct iobref *offer_iobref;
+};
+
+static int
+submit_record(rpc_transport_t *this, const struct record *r)
+{
+    struct gfr_trans *priv = this->private;
+    const rpc_transport_msg_t *msg = r->msg;
+    struct iovec head[1 + 2 * MAX_IOVEC];
+    uint8_t inline_prefix[GFR_FRAME_PREFIX];
+    struct gfr_rdma_msg m = {.is_reply = r->is_reply};
+    struct gfr_tx *tx = NULL;
+    const uint8_t *xid;
+    size_t header_len, payload_len;
+    int offer, err;
+
+    if (msg->rpchdrcount < 1 || msg->rpchdr[0].iov_len < 4 ||
+        msg->rpchdrcount > MAX_IOVEC || msg->proghdrcount > MAX_IOVEC)
+        return -EINVAL;
+    xid = msg->rpchdr[0].iov_base;
+    m.xid = (uint32_t)xid[0] << 24 | (uint32_t)xid[1] << 16 | (uint32_t)xid[2] << 8 | xid[3];
+    header_len = iov_bytes(msg->rpchdr, msg->rpchdrcount) +
+                 iov_bytes(msg->proghdr, msg->proghdrcount);
+    payload_len = iov_bytes(msg->progpayload, msg->progpayloadcount);
+    head[0].iov_len = GFR_FRAME_PREFIX;
+    memcpy(head + 1, msg->rpchdr, msg->rpchdrcount * sizeof(*head));
+    memcpy(head + 1 + msg->rpchdrcount, msg->proghdr, msg->proghdrcount * sizeof(*head));
+    m.head = head;
+    m.head_cnt = 1 + (unsigned)msg->rpchdrcount + (unsigned)msg->proghdrcount;
+    m.bulk = msg->progpayload;
+    m.bulk_cnt = (unsigned)msg->progpayloadcount;
+
+    pthread_mutex_lock(&priv->lock);
+    if (!priv->conn) {
+        pthread_mutex_unlock(&priv->lock);
+        return -ENOTCONN;
+    }
+    offer = r->offer_cnt && iov_bytes(r->offer, r->offer_cnt) >
+                                gfr_rdma_max_inline(priv->conn) / 2;
+    if (!offer && GFR_FRAME_PREFIX + header_len + payload_len <=
+                      gfr_rdma_max_inline(priv->conn)) {
+        head[0].iov_base = inline_prefix; /* copied before submit returns */
+    } else {
+        tx = calloc(1, sizeof(*tx));
+        if (!tx) {
+            pthread_mutex_unlock(&priv->lock);
+            return -ENOMEM;
+        }
+        head[0].iov_base = tx->prefix;
+        tx->iobref = msg->iobref ? iobref_ref(msg->iobref) : NULL;
+        if (offer) {
+            m.reply = r->offer;
+            m.reply_cnt = (unsigned)r->offer_cnt;
+            tx->rsp_iobref = r->offer_iobref ? iobref_ref(r->offer_iobref) : NULL;
+        }
+        m.done = tx_done;
+        m.cb_arg = tx;
+    }
+    gfr_frame_prefix(head[0].iov_base, (uint32_t)header_len);
+    err = gfr_rdma_submit(priv->conn, &m);
+    pthread_mutex_unlock(&priv->lock);
+    if (err && tx)
+        tx_done(tx, err); /* never called by the engine for a failed submit */
+    return err;
+}
+
+static int32_t
+report(rpc_transport_t *this, const char *what, int err)
+{
+    struct gfr_trans *priv = this->private;
+
+    if (!err) {
+        if (priv->role == GFR_TRANS_CLIENT)
+            rpc_transport_notify(this, RPC_TRANSPORT_MSG_SENT, NULL);
+        return 0;
+    }
+    if (err == -ENOTCONN)
+        gf_msg_debug(this->name, 0, "%s to %s: not connected", what,
+                     this->peerinfo.identifier);
+    else
+        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_SUBMIT_FAILED,
+               "cannot send %s to %s: %s", what, this->peerinfo.identifier,
+               err == -EMSGSIZE ? "larger than transport.rdma.max-msg" : strerror(-err));
+    return -1;
+}
+
+int32_t
+gfr_plugin_submit_request(rpc_transport_t *this, rpc_transport_req_t *req)
+{
+    struct record r = {.msg = &req->msg,
+                       .offer = req->rsp.rsp_payload,
+                       .offer_cnt = req->rsp.rsp_payload_count,
+                       .offer_iobref = req->rsp.rsp_iobref};
+
+    return report(this, "a request", submit_record(this, &r));
+}
+
+int32_t
+gfr_plugin_submit_reply(rpc_transport_t *this, rpc_transport_reply_t *reply)
+{
+    struct record r = {.msg = &reply->msg, .is_reply = 1};
+
+    return report(this, "a reply", submit_record(this, &r));
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * rdma.so: the symbols GlusterFS's rpc_transport_load looks up — tops,
+ * init, fini, reconfigure (here) and options (plugin-opts.c); docs/plugin.md.
+ *
+ * init only reads the options: a bad one fails the load with a message
+ * naming it.  The engine starts with the first listen or connect, so that
+ * loading never depends on the fabric.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gfr_plugin.h"
+
+struct rpc_transport_ops tops = {
+    .submit_request = gfr_plugin_submit_request,
+    .submit_reply = gfr_plugin_submit_reply,
+    .connect = gfr_plugin_connect,
+    .listen = gfr_plugin_listen,
+    .disconnect = gfr_plugin_disconnect,
+    .get_peername = gfr_plugin_get_peername,
+    .get_peeraddr = gfr_plugin_get_peeraddr,
+    .get_myname = gfr_plugin_get_myname,
+    .get_myaddr = gfr_plugin_get_myaddr,
+    /* No throttle: rpcsvc ignores its absence; credits bound what a peer
+     * has in flight (docs/plugin.md). */
+};
+
+int32_t
+init(rpc_transport_t *this)
+{
+    struct gfr_trans *priv = calloc(1, sizeof(*priv));
+
+    if (!priv) {
+        gf_msg(this->name, GF_LOG_ERROR, ENOMEM, GFR_MSG_NO_MEMORY, "no memory");
+        return -1;
+    }
+    if (gfr_plugin_cfg_read(this->options, this->name, &priv->cfg) != 0) {
+        free(priv);
+        return -1;
+    }
+    priv->trans = this;
+    priv->role = GFR_TRANS_NEW;
+    pthread_mutex_init(&priv->lock, NULL);
+    this->private = priv;
+    return 0;
+}
+
+/* Runs when the transport's last reference goes, which the plugin's
+ * connection reference prevents while an engine connection exists. */
+void
+fini(rpc_transport_t *this)
+{
+    struct gfr_trans *priv = this->private;
+
+    if (!priv)
+        return;
+    gfr_plugin_close_listener(priv);
+    gfr_plugin_engine_put(priv->engine);
+    pthread_mutex_destroy(&priv->lock);
+    free(priv);
+    this->private = NULL;
+}
+
+/* Engine options shape an engine's devices and threads: a change applies
+ * to connections made after a restart of the process. */
+int32_t
+reconfigure(rpc_transport_t *this, dict_t *dict)
+{
+    struct gfr_trans *priv = this->private;
+    struct gfr_plugin_cfg cfg;
+
+    if (gfr_plugin_cfg_read(dict, this->name, &cfg) != 0)
+        return -1;
+    if (memcmp(&cfg.engine, &priv->cfg.engine, sizeof(cfg.engine)) != 0)
+        gf_msg(this->name, GF_LOG_WARNING, 0, GFR_MSG_RECONFIGURE,
+               "changed transport.rdma options take effect when the process restarts");
+    priv->cfg.remote_port = cfg.remote_port;
+    return 0;
+}
