@@ -21,6 +21,8 @@
 #include <glusterfs/glfs-message-id.h>
 #include <glusterfs/rpc/rpc-transport.h>
 
+#include <urcu/list.h>
+
 #include "gfr_rdma.h"
 
 #define GFR_PLUGIN_DOMAIN "rpc-transport/rdma"
@@ -63,9 +65,14 @@ struct gfr_trans {
     enum gfr_trans_role role;
     struct gfr_plugin_cfg cfg;      /* not filled for accepted transports */
     struct gfr_plugin_engine *engine; /* a reference; NULL until needed */
-    pthread_mutex_t lock;           /* guards conn and connected */
+    pthread_mutex_t lock;           /* guards conn, connected, offered */
     struct gfr_rdma_conn *conn;     /* the engine connection, or NULL */
     int connected;
+    /* READ requests whose reply buffer the server may write into, from
+     * submit until the engine's done (plugin-tx.c).  rpc-clnt's own record
+     * of that buffer (MAP_XID_REQUEST's rsp_payload) points into the stack
+     * of the call that submitted the request, long gone by the reply. */
+    struct cds_list_head offered;
     struct gfr_rdma_listener *listener; /* listeners: until disconnect/fini */
 };
 
@@ -73,9 +80,10 @@ struct gfr_trans {
 /* The table GlusterFS validates a volume's options against; rdma.so
  * exports it as `options`. */
 extern volume_option_t options[];
-/* Reads options into cfg (defaults for what is absent).  A bad value is
- * logged naming the option and what it accepts; returns 0 or -EINVAL. */
-int gfr_plugin_cfg_read(dict_t *dict, const char *name, struct gfr_plugin_cfg *cfg);
+/* Reads options (NULL: none) into cfg, defaults for what is absent.
+ * Returns 0, or -EINVAL with *why naming the option, the value and what it
+ * accepts. */
+int gfr_plugin_cfg_read(dict_t *dict, struct gfr_plugin_cfg *cfg, char *why, size_t why_len);
 
 /* plugin-engine.c */
 /* A reference on the engine for these options, created with the process's
@@ -105,6 +113,10 @@ void gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *r
                          void *cb_arg);
 
 /* plugin-tx.c */
+/* The reply buffer request xid offered, and a reference on its iobref:
+ * 0, or -ENOENT when xid offered none.  Takes priv->lock. */
+int gfr_plugin_offered_find(struct gfr_trans *priv, uint32_t xid, struct iovec *buf,
+                            struct iobref **iobref);
 int32_t gfr_plugin_submit_request(rpc_transport_t *this, rpc_transport_req_t *req);
 int32_t gfr_plugin_submit_reply(rpc_transport_t *this, rpc_transport_reply_t *reply);
 

@@ -295,6 +295,7 @@ accept_conn(struct gfr_rdma_listener *listener, struct gfr_rdma_conn *conn, void
     npriv->trans = new;
     npriv->role = GFR_TRANS_ACCEPTED;
     pthread_mutex_init(&npriv->lock, NULL);
+    CDS_INIT_LIST_HEAD(&npriv->offered);
     npriv->conn = conn;
     npriv->engine = lpriv->engine;
     gfr_plugin_engine_ref(npriv->engine);

@@ -106,11 +106,16 @@ lookup(dict_t *dict, const volume_option_t *opt)
     return NULL;
 }
 
+/* Where a refusal is explained. */
+struct why {
+    char *text;
+    size_t len;
+};
+
 static int
-bad(const char *name, const char *key, const char *value, const char *why)
+bad(struct why *out, const char *key, const char *value, const char *why)
 {
-    gf_msg(name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION,
-           "option %s=%s is not valid: %s", key, value, why);
+    snprintf(out->text, out->len, "option %s=%s is not valid: %s", key, value, why);
     return -EINVAL;
 }
 
@@ -128,7 +133,7 @@ accepted_values(const volume_option_t *opt, char *out, size_t len)
 
 /* Reads one of the plugin's own options (not the engine's). */
 static int
-read_plugin_option(const char *name, const volume_option_t *opt, const char *value,
+read_plugin_option(struct why *out, const volume_option_t *opt, const char *value,
                    struct gfr_plugin_cfg *cfg)
 {
     const char *key = opt->key[0];
@@ -141,7 +146,7 @@ read_plugin_option(const char *name, const volume_option_t *opt, const char *val
 
         snprintf(why, sizeof(why), "a whole number from %.0f to %.0f is expected",
                  opt->min, opt->max);
-        return bad(name, key, value, why);
+        return bad(out, key, value, why);
     }
     if (strcmp(key, "transport.rdma.listen-port") == 0) {
         cfg->listen_port = (uint16_t)n;
@@ -159,11 +164,11 @@ read_plugin_option(const char *name, const volume_option_t *opt, const char *val
 
             accepted_values(opt, accepted, sizeof(accepted));
             snprintf(why, sizeof(why), "one of %s is expected", accepted);
-            return bad(name, key, value, why);
+            return bad(out, key, value, why);
         }
     } else if (strcmp(key, "transport.rdma.bind-address") == 0) {
         if (strlen(value) >= sizeof(cfg->bind_address))
-            return bad(name, key, value, "the address is too long");
+            return bad(out, key, value, "the address is too long");
         strcpy(cfg->bind_address, value);
     }
     return 0;
@@ -171,7 +176,7 @@ read_plugin_option(const char *name, const volume_option_t *opt, const char *val
 
 /* Hands an engine option to lib/'s parser, sizes in bytes. */
 static int
-read_engine_option(const char *name, const volume_option_t *opt, const char *value,
+read_engine_option(struct why *out, const volume_option_t *opt, const char *value,
                    struct gfr_plugin_cfg *cfg)
 {
     const char *engine_key = opt->key[0] + strlen(ENGINE_PREFIX);
@@ -181,12 +186,12 @@ read_engine_option(const char *name, const volume_option_t *opt, const char *val
 
     if (opt->type == GF_OPTION_TYPE_SIZET) {
         if (gf_string2bytesize_uint64(value, &bytes) != 0)
-            return bad(name, opt->key[0], value, "a size such as 8KB or 1MB is expected");
+            return bad(out, opt->key[0], value, "a size such as 8KB or 1MB is expected");
         snprintf(number, sizeof(number), "%llu", (unsigned long long)bytes);
         value = number;
     }
     if (gfr_rdma_opts_set(&cfg->engine, engine_key, value, why, sizeof(why)) != 0)
-        return bad(name, opt->key[0], value, why);
+        return bad(out, opt->key[0], value, why);
     return 0;
 }
 
@@ -203,9 +208,10 @@ is_engine_option(const volume_option_t *opt)
 }
 
 int
-gfr_plugin_cfg_read(dict_t *dict, const char *name, struct gfr_plugin_cfg *cfg)
+gfr_plugin_cfg_read(dict_t *dict, struct gfr_plugin_cfg *cfg, char *why, size_t why_len)
 {
-    char why[160];
+    struct why out = {why, why_len};
+    char engine_why[160];
 
     memset(cfg, 0, sizeof(*cfg));
     gfr_rdma_opts_init(&cfg->engine);
@@ -219,14 +225,14 @@ gfr_plugin_cfg_read(dict_t *dict, const char *name, struct gfr_plugin_cfg *cfg)
 
         if (!value)
             continue;
-        err = is_engine_option(opt) ? read_engine_option(name, opt, value, cfg)
-                                    : read_plugin_option(name, opt, value, cfg);
+        err = is_engine_option(opt) ? read_engine_option(&out, opt, value, cfg)
+                                    : read_plugin_option(&out, opt, value, cfg);
         if (err)
             return err;
     }
-    if (gfr_rdma_opts_check(&cfg->engine, why, sizeof(why)) != 0) {
-        gf_msg(name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION,
-               "the transport.rdma options do not fit together: %s", why);
+    if (gfr_rdma_opts_check(&cfg->engine, engine_why, sizeof(engine_why)) != 0) {
+        snprintf(why, why_len, "the transport.rdma options do not fit together: %s",
+                 engine_why);
         return -EINVAL;
     }
     return 0;

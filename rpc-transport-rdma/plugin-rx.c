@@ -5,9 +5,9 @@
  *
  * vector[0] is the RPC header from the XID on (rpc-clnt and rpcsvc decode
  * it there); the payload follows it in the same iobuf, except for the data
- * of a READ reply, which GlusterFS wants as vector[1], and which lives in
- * the buffer the request offered (socket.so does the same): either the
- * server RDMA-wrote it there already (rx->written), or it is copied there.
+ * of a READ reply, which GlusterFS wants as vector[1] (socket.so does the
+ * same).  MAP_XID_REQUEST says which request a reply answers; only its
+ * program and procedure numbers are used (see gfr_trans.offered).
  * The pollin is destroyed when notify returns; GlusterFS keeps what it
  * needs by taking iobref references.
  */
@@ -59,32 +59,42 @@ hand_up(rpc_transport_t *this, struct iovec *vec, int count, struct iobref *iobr
 }
 
 /*
- * A READ reply with data: header in vector[0], data in vector[1], in the
- * request's offered buffer (its rsp_iobref, which rpc-clnt passes to the
- * READ callback) when there is one.  -EPROTO: the reply does not fit it.
+ * A READ reply with data: header in vector[0], data in vector[1].  When the
+ * request offered its reply buffer (rsp_payload; its iobref is what rpc-clnt
+ * hands the READ callback), the data is there: RDMA-written by the server
+ * (rx->written), or copied there now.  Otherwise it goes to an iobuf of its
+ * own in the pollin's iobref, which rpc-clnt passes on instead.
+ * -EPROTO: written bytes the request never offered room for.
  */
 static int
-hand_up_read_reply(rpc_transport_t *this, const struct gfr_rdma_rx *rx,
-                   const struct gfr_frame *f, rpc_request_info_t *info)
+hand_up_read_reply(struct gfr_trans *priv, const struct gfr_rdma_rx *rx,
+                   const struct gfr_frame *f)
 {
-    struct iovec vec[2];
-    struct iobref *iobref;
-    struct iovec *offered = info->rsp.rsp_payload_count ? info->rsp.rsp_payload : NULL;
+    rpc_transport_t *this = priv->trans;
     size_t data_len = f->payload_len ? f->payload_len : rx->written;
-    int into_offered = offered && data_len <= offered->iov_len;
-    int err;
+    struct iobref *iobref = NULL;
+    struct iovec offered, vec[2];
+    int into_offered, err;
 
-    if (rx->written && (!into_offered || f->payload_len))
+    into_offered = gfr_plugin_offered_find(priv, rx->xid, &offered, &iobref) == 0 &&
+                   iobref && data_len <= offered.iov_len;
+    if (rx->written && (!into_offered || f->payload_len)) {
+        if (iobref)
+            iobref_unref(iobref);
         return -EPROTO;
-    iobref = into_offered && info->rsp.rsp_iobref ? iobref_ref(info->rsp.rsp_iobref)
-                                                  : iobref_new();
-    if (!iobref)
-        return -ENOMEM;
+    }
+    if (!into_offered) {
+        if (iobref)
+            iobref_unref(iobref);
+        iobref = iobref_new();
+        if (!iobref)
+            return -ENOMEM;
+    }
     err = copy_to_iobuf(this, rx, f->header_off, f->header_len, iobref, &vec[0]);
     if (!err && into_offered) {
         if (f->payload_len)
-            gfr_frame_copy(rx, f->payload_off, f->payload_len, offered->iov_base);
-        vec[1].iov_base = offered->iov_base;
+            gfr_frame_copy(rx, f->payload_off, f->payload_len, offered.iov_base);
+        vec[1].iov_base = offered.iov_base;
         vec[1].iov_len = data_len;
     } else if (!err) {
         err = copy_to_iobuf(this, rx, f->payload_off, f->payload_len, iobref, &vec[1]);
@@ -146,7 +156,7 @@ gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, vo
                this->peerinfo.identifier, rx->xid);
         return;
     } else if (info.prognum == GLUSTER_FOP_PROGRAM && info.procnum == GF_FOP_READ) {
-        err = hand_up_read_reply(this, rx, &f, &info);
+        err = hand_up_read_reply(priv, rx, &f);
     } else if (rx->written) {
         err = -EPROTO; /* only READ requests offer buffers */
     } else {

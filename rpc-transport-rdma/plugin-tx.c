@@ -27,22 +27,55 @@
 
 /* What a record keeps alive until the engine is done with its buffers. */
 struct gfr_tx {
+    struct gfr_trans *priv;
     struct iobref *iobref;
     struct iobref *rsp_iobref;
     uint8_t prefix[GFR_FRAME_PREFIX];
+    /* A READ's offered reply buffer: on priv->offered while listed. */
+    struct cds_list_head link;
+    uint32_t xid;
+    struct iovec offered;
+    int listed;
 };
 
+/* The engine calls done after the reply of a request that offered
+ * buffers has been received, so the entry outlives its lookup. */
 static void
 tx_done(void *cb_arg, int status)
 {
     struct gfr_tx *tx = cb_arg;
 
     (void)status; /* a failed send has ended its connection: rpc-clnt sees it */
+    if (tx->listed) {
+        pthread_mutex_lock(&tx->priv->lock);
+        cds_list_del(&tx->link);
+        pthread_mutex_unlock(&tx->priv->lock);
+    }
     if (tx->iobref)
         iobref_unref(tx->iobref);
     if (tx->rsp_iobref)
         iobref_unref(tx->rsp_iobref);
     free(tx);
+}
+
+int
+gfr_plugin_offered_find(struct gfr_trans *priv, uint32_t xid, struct iovec *buf,
+                        struct iobref **iobref)
+{
+    struct gfr_tx *tx;
+    int err = -ENOENT;
+
+    pthread_mutex_lock(&priv->lock);
+    cds_list_for_each_entry(tx, &priv->offered, link) {
+        if (tx->xid == xid) {
+            *buf = tx->offered;
+            *iobref = tx->rsp_iobref ? iobref_ref(tx->rsp_iobref) : NULL;
+            err = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&priv->lock);
+    return err;
 }
 
 static size_t
@@ -97,8 +130,8 @@ submit_record(rpc_transport_t *this, const struct record *r)
         pthread_mutex_unlock(&priv->lock);
         return -ENOTCONN;
     }
-    offer = r->offer_cnt && iov_bytes(r->offer, r->offer_cnt) >
-                                gfr_rdma_max_inline(priv->conn) / 2;
+    /* Only READ offers a reply buffer, and only one. */
+    offer = r->offer_cnt == 1 && r->offer->iov_len > gfr_rdma_max_inline(priv->conn) / 2;
     if (!offer && GFR_FRAME_PREFIX + header_len + payload_len <=
                       gfr_rdma_max_inline(priv->conn)) {
         head[0].iov_base = inline_prefix; /* copied before submit returns */
@@ -108,18 +141,27 @@ submit_record(rpc_transport_t *this, const struct record *r)
             pthread_mutex_unlock(&priv->lock);
             return -ENOMEM;
         }
+        tx->priv = priv;
         head[0].iov_base = tx->prefix;
         tx->iobref = msg->iobref ? iobref_ref(msg->iobref) : NULL;
         if (offer) {
             m.reply = r->offer;
-            m.reply_cnt = (unsigned)r->offer_cnt;
+            m.reply_cnt = 1;
             tx->rsp_iobref = r->offer_iobref ? iobref_ref(r->offer_iobref) : NULL;
+            tx->xid = m.xid;
+            tx->offered = *r->offer;
+            tx->listed = 1;
+            cds_list_add(&tx->link, &priv->offered);
         }
         m.done = tx_done;
         m.cb_arg = tx;
     }
     gfr_frame_prefix(head[0].iov_base, (uint32_t)header_len);
     err = gfr_rdma_submit(priv->conn, &m);
+    if (err && tx && tx->listed) {
+        cds_list_del(&tx->link);
+        tx->listed = 0;
+    }
     pthread_mutex_unlock(&priv->lock);
     if (err && tx)
         tx_done(tx, err); /* never called by the engine for a failed submit */

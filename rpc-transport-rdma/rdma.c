@@ -31,18 +31,21 @@ int32_t
 init(rpc_transport_t *this)
 {
     struct gfr_trans *priv = calloc(1, sizeof(*priv));
+    char why[256];
 
     if (!priv) {
         gf_msg(this->name, GF_LOG_ERROR, ENOMEM, GFR_MSG_NO_MEMORY, "no memory");
         return -1;
     }
-    if (gfr_plugin_cfg_read(this->options, this->name, &priv->cfg) != 0) {
+    if (gfr_plugin_cfg_read(this->options, &priv->cfg, why, sizeof(why)) != 0) {
+        gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);
         free(priv);
         return -1;
     }
     priv->trans = this;
     priv->role = GFR_TRANS_NEW;
     pthread_mutex_init(&priv->lock, NULL);
+    CDS_INIT_LIST_HEAD(&priv->offered);
     this->private = priv;
     return 0;
 }
@@ -70,9 +73,12 @@ reconfigure(rpc_transport_t *this, dict_t *dict)
 {
     struct gfr_trans *priv = this->private;
     struct gfr_plugin_cfg cfg;
+    char why[256];
 
-    if (gfr_plugin_cfg_read(dict, this->name, &cfg) != 0)
+    if (gfr_plugin_cfg_read(dict, &cfg, why, sizeof(why)) != 0) {
+        gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);
         return -1;
+    }
     if (memcmp(&cfg.engine, &priv->cfg.engine, sizeof(cfg.engine)) != 0)
         gf_msg(this->name, GF_LOG_WARNING, 0, GFR_MSG_RECONFIGURE,
                "changed transport.rdma options take effect when the process restarts");

@@ -1,0 +1,1134 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gfapi-io: the libgfapi client of the end-to-end tests and of the tcp-vs-rdma
+ * comparison.  It mounts a volume from a hand-written client volfile, so it
+ * behaves the same whichever transport the volfile names.
+ *
+ *   gfapi-io check VOLFILE VOLNAME [--size-mib N] [--files N] [--random-reads N]
+ *       writes N MiB of seeded pseudo-random data, reads it back sequentially
+ *       and at random offsets comparing every byte, then creates, stats, lists
+ *       (readdirplus) and removes N small files.  Ends with "gfapi-io: OK"
+ *       (exit 0) or a "gfapi-io: FAIL ..." line (exit 1).
+ *   gfapi-io bench VOLFILE VOLNAME [--size-mib N] [--reads N] [--files N]
+ *                  [--threads N]
+ *       sequential throughput, 4 KiB random read latency on 1 and N threads,
+ *       create/stat/unlink latency: "result NAME VALUE" lines on stdout, a
+ *       table and everything else on stderr.
+ *   gfapi-io io VOLFILE VOLNAME --seconds N [--max-op-seconds S]
+ *       creat/pwrite/pread/compare/close a 4 KiB file in a loop while a test
+ *       kills and restarts the brick; prints when errors begin and when I/O
+ *       resumes, then "ok=N errors=N outages=N resumed=0|1".  Exit 0 if the
+ *       last cycle worked, 2 if I/O had not resumed, 1 on a hang (a call
+ *       longer than S seconds) or on wrong data.
+ *
+ * Common options: --log FILE (gfapi log, level INFO; default /dev/null),
+ * --dir NAME (work directory on the volume, created if missing; default
+ * gfapi-io), --seed N (pattern seed; default from the clock, always printed),
+ * --no-fini (skip glfs_fini, which takes seconds).  Usage errors exit 64.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glusterfs/api/glfs.h>
+
+#define KIB 1024u
+#define MIB (1024u * KIB)
+#define WRITE_CHUNK (128 * KIB)
+#define READ_CHUNK MIB
+#define SMALL_IO (4 * KIB)
+#define NSEC 1000000000ull
+/* GF_LOG_INFO; glusterfs/logging.h would drag in half of libglusterfs */
+#define GFAPI_LOG_INFO 7
+#define EXIT_USAGE 64
+/* bench: random reads compared with the pattern before the timed ones */
+#define BENCH_VERIFY_READS 64
+/* io: pause after a failed cycle so a dead brick is not spun on */
+#define IO_RETRY_DELAY_NS (10 * 1000000ull)
+#define PATH_LEN 4096
+#define MAX_FILES 100000 /* file names are f00000..f99999 */
+/* "f" and any unsigned, so the compiler can see nothing is truncated */
+#define NAME_LEN 12
+#define MAX_RESULTS 32
+
+enum mode { MODE_CHECK = 1, MODE_BENCH = 2, MODE_IO = 4 };
+#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO)
+
+struct opts {
+    enum mode mode;
+    const char *volfile;
+    const char *volname;
+    const char *log;
+    const char *dir;
+    bool no_fini;
+    uint64_t seed;
+    unsigned size_mib;
+    unsigned files;
+    unsigned random_reads;
+    unsigned reads;
+    unsigned threads;
+    unsigned seconds;
+    unsigned max_op_seconds;
+};
+
+/* Human-readable output: stdout, except in bench mode where stdout carries
+ * only the "result" lines. */
+static FILE *out;
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+    fputc('\n', out);
+}
+
+static void fail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("gfapi-io: FAIL ", out);
+    va_start(ap, fmt);
+    vfprintf(out, fmt, ap);
+    va_end(ap);
+    fputc('\n', out);
+    fflush(NULL);
+    /* gfapi's threads are still running: exit handlers racing them could
+     * crash or hang, and the watchdog calls this from its own thread */
+    _exit(1);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
+}
+
+static double secs(uint64_t ns)
+{
+    return (double)ns / NSEC;
+}
+
+static double mibps(uint64_t bytes, uint64_t ns)
+{
+    return ns ? (double)bytes / MIB / secs(ns) : 0.0;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n);
+
+    if (!p)
+        fail("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static void mkpath(char *buf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void mkpath(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, PATH_LEN, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= PATH_LEN)
+        fail("path too long: %s", buf);
+}
+
+/* ---- the data pattern ---------------------------------------------------- */
+
+/* splitmix64's finaliser: every input bit affects every output bit */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* splitmix64 generator, for random offsets */
+static uint64_t rng_next(uint64_t *state)
+{
+    *state += 0x9e3779b97f4a7c15ull;
+    return mix64(*state);
+}
+
+/* The file's contents are a pure function of (seed, offset): each 8-byte
+ * word is mix64 of the seed and the word's index, so any chunk can be
+ * regenerated for comparison without keeping the file in memory, and data
+ * landing at the wrong offset or from an earlier run does not match.  All
+ * I/O in this program is 8-byte aligned, which this relies on. */
+static void fill_pattern(uint8_t *buf, size_t len, uint64_t seed, uint64_t off)
+{
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t w = htole64(
+            mix64(seed + ((off + i) >> 3) * 0x9e3779b97f4a7c15ull));
+
+        memcpy(buf + i, &w, 8);
+    }
+}
+
+/* Fails unless got holds the pattern for [off, off + len). */
+static void verify(const uint8_t *got, uint8_t *scratch, size_t len,
+                   uint64_t seed, uint64_t off, const char *path)
+{
+    size_t first = len, bad = 0;
+
+    fill_pattern(scratch, len, seed, off);
+    if (memcmp(got, scratch, len) == 0)
+        return;
+    for (size_t i = 0; i < len; i++) {
+        if (got[i] != scratch[i]) {
+            if (first == len)
+                first = i;
+            bad++;
+        }
+    }
+    fail("data mismatch: pread %s offset %" PRIu64 " length %zu: first bad "
+         "byte at offset %" PRIu64 " expected 0x%02x got 0x%02x (%zu bytes "
+         "differ)",
+         path, off, len, off + first, scratch[first], got[first], bad);
+}
+
+#define CSUM_INIT 0xcbf29ce484222325ull
+
+/* FNV-1a over little-endian 64-bit words rather than bytes: an eighth of
+ * the multiplies, and it is only compared with itself. */
+static uint64_t csum_update(uint64_t h, const uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t w;
+
+        memcpy(&w, buf + i, 8);
+        h = (h ^ le64toh(w)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---- gfapi helpers -------------------------------------------------------- */
+
+/* The io mode's watchdog: the start time of the gfapi call in progress (0 when
+ * none is) and its name.  Elsewhere nothing reads them. */
+static _Atomic uint64_t op_started_ns;
+static const char *_Atomic op_name;
+
+static void op_begin(const char *name)
+{
+    atomic_store(&op_name, name);
+    atomic_store(&op_started_ns, now_ns());
+}
+
+static void op_end(void)
+{
+    atomic_store(&op_started_ns, 0);
+}
+
+/* Evaluates a gfapi call under the watchdog's eye, keeping its errno. */
+#define GUARDED(name, call)                                                    \
+    ({                                                                         \
+        op_begin(name);                                                        \
+        __typeof__(call) guarded_ret_ = (call);                                \
+        int guarded_errno_ = errno;                                            \
+        op_end();                                                              \
+        errno = guarded_errno_;                                                \
+        guarded_ret_;                                                          \
+    })
+
+/* Fails on an error and on a short transfer: every transfer here lies inside
+ * a file of known size, so a short one means lost data. */
+static void check_io(const char *op, const char *path, uint64_t off,
+                     size_t len, ssize_t n)
+{
+    if (n < 0)
+        fail("%s %s offset %" PRIu64 " length %zu: %s", op, path, off, len,
+             strerror(errno));
+    if ((size_t)n != len)
+        fail("short %s %s offset %" PRIu64 ": %zd of %zu bytes", op, path,
+             off, n, len);
+}
+
+static glfs_t *volume_mount(const struct opts *o)
+{
+    glfs_t *fs = glfs_new(o->volname);
+    uint64_t t0;
+
+    if (!fs)
+        fail("glfs_new %s: %s", o->volname, strerror(errno));
+    if (glfs_set_volfile(fs, o->volfile))
+        fail("glfs_set_volfile %s: %s", o->volfile, strerror(errno));
+    if (glfs_set_logging(fs, o->log, GFAPI_LOG_INFO))
+        fail("glfs_set_logging %s: %s", o->log, strerror(errno));
+    t0 = now_ns();
+    if (GUARDED("glfs_init", glfs_init(fs)))
+        fail("glfs_init %s volume %s: %s (gfapi log: %s)", o->volfile,
+             o->volname, strerror(errno), o->log);
+    say("glfs_init: %.3f s", secs(now_ns() - t0));
+    return fs;
+}
+
+static void volume_unmount(glfs_t *fs, const struct opts *o)
+{
+    uint64_t t0 = now_ns();
+
+    if (o->no_fini) {
+        say("glfs_fini: skipped (--no-fini)");
+        return;
+    }
+    if (GUARDED("glfs_fini", glfs_fini(fs)))
+        fail("glfs_fini: %s", strerror(errno));
+    say("glfs_fini: %.3f s", secs(now_ns() - t0));
+}
+
+static void make_dir(glfs_t *fs, const char *path, bool may_exist)
+{
+    if (GUARDED("mkdir", glfs_mkdir(fs, path, 0755)) &&
+        !(may_exist && errno == EEXIST))
+        fail("mkdir %s: %s", path, strerror(errno));
+}
+
+static glfs_fd_t *create_file(glfs_t *fs, const char *path, int flags)
+{
+    glfs_fd_t *fd = glfs_creat(fs, path, flags, 0644);
+
+    if (!fd)
+        fail("creat %s: %s", path, strerror(errno));
+    return fd;
+}
+
+static void close_file(glfs_fd_t *fd, const char *path)
+{
+    if (glfs_close(fd))
+        fail("close %s: %s", path, strerror(errno));
+}
+
+static void unlink_file(glfs_t *fs, const char *path)
+{
+    if (glfs_unlink(fs, path))
+        fail("unlink %s: %s", path, strerror(errno));
+}
+
+static void remove_dir(glfs_t *fs, const char *path)
+{
+    if (glfs_rmdir(fs, path))
+        fail("rmdir %s: %s", path, strerror(errno));
+}
+
+/* ---- bulk data --------------------------------------------------------- */
+
+/* Time spent inside gfapi calls (pattern generation and comparison are left
+ * out, so they do not count against the transport) and the data's checksum. */
+struct xfer {
+    uint64_t ns;
+    uint64_t csum;
+};
+
+static struct xfer write_pattern(glfs_fd_t *fd, const char *path,
+                                 uint64_t size, uint64_t seed)
+{
+    uint8_t *buf = xmalloc(WRITE_CHUNK);
+    struct xfer x = { 0, CSUM_INIT };
+    uint64_t t0;
+
+    for (uint64_t off = 0; off < size; off += WRITE_CHUNK) {
+        fill_pattern(buf, WRITE_CHUNK, seed, off);
+        x.csum = csum_update(x.csum, buf, WRITE_CHUNK);
+        t0 = now_ns();
+        check_io("pwrite", path, off, WRITE_CHUNK,
+                 glfs_pwrite(fd, buf, WRITE_CHUNK, off, 0, NULL, NULL));
+        x.ns += now_ns() - t0;
+    }
+    t0 = now_ns();
+    if (glfs_fsync(fd, NULL, NULL))
+        fail("fsync %s: %s", path, strerror(errno));
+    x.ns += now_ns() - t0;
+    free(buf);
+    return x;
+}
+
+/* Reads the whole file in READ_CHUNK preads, comparing every byte. */
+static struct xfer read_pattern(glfs_fd_t *fd, const char *path,
+                                uint64_t size, uint64_t seed)
+{
+    uint8_t *buf = xmalloc(READ_CHUNK), *scratch = xmalloc(READ_CHUNK);
+    struct xfer x = { 0, CSUM_INIT };
+
+    for (uint64_t off = 0; off < size; off += READ_CHUNK) {
+        uint64_t t0 = now_ns();
+
+        check_io("pread", path, off, READ_CHUNK,
+                 glfs_pread(fd, buf, READ_CHUNK, off, 0, NULL));
+        x.ns += now_ns() - t0;
+        verify(buf, scratch, READ_CHUNK, seed, off, path);
+        x.csum = csum_update(x.csum, buf, READ_CHUNK);
+    }
+    free(scratch);
+    free(buf);
+    return x;
+}
+
+static uint64_t random_block(uint64_t *rng, uint64_t size)
+{
+    return rng_next(rng) % (size / SMALL_IO) * SMALL_IO;
+}
+
+/* count random aligned SMALL_IO preads, each compared with the pattern;
+ * returns the time spent in them. */
+static uint64_t random_reads_verified(glfs_fd_t *fd, const char *path,
+                                      uint64_t size, uint64_t seed,
+                                      unsigned count)
+{
+    uint8_t buf[SMALL_IO], scratch[SMALL_IO];
+    uint64_t rng = seed ^ 0x5eed, ns = 0;
+
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t off = random_block(&rng, size), t0 = now_ns();
+
+        check_io("pread", path, off, SMALL_IO,
+                 glfs_pread(fd, buf, SMALL_IO, off, 0, NULL));
+        ns += now_ns() - t0;
+        verify(buf, scratch, SMALL_IO, seed, off, path);
+    }
+    return ns;
+}
+
+/* ---- check mode ---------------------------------------------------------- */
+
+static void check_data(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    uint64_t size = (uint64_t)o->size_mib * MIB, ns;
+    char path[PATH_LEN];
+    struct xfer w, r;
+    struct stat st;
+    glfs_fd_t *fd;
+
+    mkpath(path, "%s/data-%d", dir, (int)getpid());
+    fd = create_file(fs, path, O_RDWR | O_TRUNC);
+    w = write_pattern(fd, path, size, o->seed);
+    say("write: %u MiB in %u KiB pwrites + fsync: %.3f s, %.1f MiB/s",
+        o->size_mib, WRITE_CHUNK / KIB, secs(w.ns), mibps(size, w.ns));
+    if (glfs_fstat(fd, &st))
+        fail("fstat %s: %s", path, strerror(errno));
+    if ((uint64_t)st.st_size != size)
+        fail("fstat %s: size expected %" PRIu64 " got %jd", path, size,
+             (intmax_t)st.st_size);
+
+    r = read_pattern(fd, path, size, o->seed);
+    say("read: %u MiB in %u KiB preads: %.3f s, %.1f MiB/s, every byte "
+        "matches",
+        o->size_mib, READ_CHUNK / KIB, secs(r.ns), mibps(size, r.ns));
+    say("checksum: written 0x%016" PRIx64 " read 0x%016" PRIx64, w.csum,
+        r.csum);
+    if (w.csum != r.csum)
+        fail("checksum of %s: written 0x%016" PRIx64 " read 0x%016" PRIx64,
+             path, w.csum, r.csum);
+
+    ns = random_reads_verified(fd, path, size, o->seed, o->random_reads);
+    say("random reads: %u x %u KiB: %.3f s, %.0f IOPS, every byte matches",
+        o->random_reads, SMALL_IO / KIB, secs(ns),
+        ns ? o->random_reads / secs(ns) : 0.0);
+
+    close_file(fd, path);
+    unlink_file(fs, path);
+}
+
+static void file_name(char *name, unsigned i)
+{
+    snprintf(name, NAME_LEN, "f%05u", i);
+}
+
+/* A small file's content names it, repeated 1-4 times so that sizes differ
+ * and a stat swapped between files shows. */
+static size_t file_content(char *buf, unsigned i)
+{
+    char name[NAME_LEN];
+    size_t len = 0;
+
+    file_name(name, i);
+    for (unsigned k = 0; k <= i % 4; k++)
+        len += (size_t)sprintf(buf + len, "%s\n", name);
+    return len;
+}
+
+/* The index of a name file_name() makes for i < files, or -1. */
+static long file_index(const char *name, unsigned files)
+{
+    char canonical[NAME_LEN];
+    char *end;
+    unsigned long i;
+
+    if (name[0] != 'f')
+        return -1;
+    i = strtoul(name + 1, &end, 10);
+    if (*end || i >= files)
+        return -1;
+    file_name(canonical, (unsigned)i);
+    return strcmp(name, canonical) ? -1 : (long)i;
+}
+
+static void check_stat(const char *op, const char *dir, const char *name,
+                       const struct stat *want, const struct stat *got)
+{
+    if (got->st_ino != want->st_ino || got->st_size != want->st_size ||
+        got->st_mode != want->st_mode)
+        fail("%s %s/%s: stat mismatch: ino %ju/%ju size %jd/%jd mode "
+             "0%o/0%o (expected/got)",
+             op, dir, name, (uintmax_t)want->st_ino, (uintmax_t)got->st_ino,
+             (intmax_t)want->st_size, (intmax_t)got->st_size,
+             (unsigned)want->st_mode, (unsigned)got->st_mode);
+}
+
+/* Lists dir with readdirplus and fails unless it holds exactly ".", ".." and
+ * f00000..f<files-1>, each with the stat in want[]. */
+static void check_listing(glfs_t *fs, const char *dir, unsigned files,
+                          const struct stat *want)
+{
+    /* glfs.h: 512 bytes hold any dirent gfapi returns */
+    union {
+        struct dirent d;
+        char space[512];
+    } ent;
+    bool *seen = calloc(files + 1, sizeof(*seen));
+    unsigned dots = 0, dotdots = 0;
+    struct dirent *res;
+    struct stat st;
+    glfs_fd_t *fd;
+
+    if (!seen)
+        fail("out of memory");
+    fd = glfs_opendir(fs, dir);
+    if (!fd)
+        fail("opendir %s: %s", dir, strerror(errno));
+    for (;;) {
+        long i;
+
+        if (glfs_readdirplus_r(fd, &st, &ent.d, &res))
+            fail("readdirplus %s: %s", dir, strerror(errno));
+        if (!res)
+            break;
+        if (!strcmp(res->d_name, ".")) {
+            dots++;
+            continue;
+        }
+        if (!strcmp(res->d_name, "..")) {
+            dotdots++;
+            continue;
+        }
+        i = file_index(res->d_name, files);
+        if (i < 0)
+            fail("readdirplus %s: unexpected entry \"%s\"", dir, res->d_name);
+        if (seen[i])
+            fail("readdirplus %s: \"%s\" listed twice", dir, res->d_name);
+        seen[i] = true;
+        check_stat("readdirplus", dir, res->d_name, &want[i], &st);
+    }
+    if (glfs_closedir(fd))
+        fail("closedir %s: %s", dir, strerror(errno));
+    if (dots != 1 || dotdots != 1)
+        fail("readdirplus %s: \".\" listed %u times, \"..\" %u times", dir,
+             dots, dotdots);
+    for (unsigned i = 0; i < files; i++) {
+        if (!seen[i])
+            fail("readdirplus %s: f%05u missing", dir, i);
+    }
+    free(seen);
+}
+
+static void check_metadata(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    struct stat *want = xmalloc(o->files * sizeof(*want));
+    char sub[PATH_LEN], path[PATH_LEN], name[NAME_LEN], content[4 * NAME_LEN];
+    uint64_t t0 = now_ns();
+
+    mkpath(sub, "%s/meta-%d", dir, (int)getpid());
+    make_dir(fs, sub, false);
+    for (unsigned i = 0; i < o->files; i++) {
+        size_t len = file_content(content, i);
+        glfs_fd_t *fd;
+
+        file_name(name, i);
+        mkpath(path, "%s/%s", sub, name);
+        fd = create_file(fs, path, O_WRONLY | O_EXCL);
+        check_io("pwrite", path, 0, len,
+                 glfs_pwrite(fd, content, len, 0, 0, NULL, NULL));
+        close_file(fd, path);
+    }
+    say("create+write+close: %u files in %.3f s", o->files,
+        secs(now_ns() - t0));
+
+    t0 = now_ns();
+    for (unsigned i = 0; i < o->files; i++) {
+        file_name(name, i);
+        mkpath(path, "%s/%s", sub, name);
+        if (glfs_stat(fs, path, &want[i]))
+            fail("stat %s: %s", path, strerror(errno));
+        if (!S_ISREG(want[i].st_mode) ||
+            (size_t)want[i].st_size != file_content(content, i))
+            fail("stat %s: expected a regular file of %zu bytes, got mode "
+                 "0%o size %jd",
+                 path, file_content(content, i), (unsigned)want[i].st_mode,
+                 (intmax_t)want[i].st_size);
+    }
+    say("stat: %u files in %.3f s", o->files, secs(now_ns() - t0));
+
+    t0 = now_ns();
+    check_listing(fs, sub, o->files, want);
+    say("readdirplus: %u entries + . and .. in %.3f s, names and stats match",
+        o->files, secs(now_ns() - t0));
+
+    t0 = now_ns();
+    for (unsigned i = 0; i < o->files; i++) {
+        file_name(name, i);
+        mkpath(path, "%s/%s", sub, name);
+        unlink_file(fs, path);
+    }
+    say("unlink: %u files in %.3f s", o->files, secs(now_ns() - t0));
+
+    t0 = now_ns();
+    check_listing(fs, sub, 0, NULL);
+    remove_dir(fs, sub);
+    say("empty listing + rmdir: %.3f s", secs(now_ns() - t0));
+    free(want);
+}
+
+static int run_check(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    check_data(fs, o, dir);
+    check_metadata(fs, o, dir);
+    volume_unmount(fs, o);
+    say("gfapi-io: OK");
+    return 0;
+}
+
+/* ---- bench mode ---------------------------------------------------------- */
+
+struct result {
+    char name[48];
+    double value;
+};
+
+static struct result results[MAX_RESULTS];
+static unsigned nresults;
+
+static void result(double value, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void result(double value, const char *fmt, ...)
+{
+    struct result *r = &results[nresults++];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(r->name, sizeof(r->name), fmt, ap);
+    va_end(ap);
+    r->value = value;
+    printf("result %s %.1f\n", r->name, value);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted samples. */
+static double percentile(const double *sorted, size_t n, double p)
+{
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+
+    return sorted[rank ? rank - 1 : 0];
+}
+
+/* Reports <prefix>_p50_us and <prefix>_p99_us of n samples in microseconds. */
+static void result_latency(double *us, size_t n, const char *prefix)
+{
+    qsort(us, n, sizeof(*us), cmp_double);
+    result(percentile(us, n, 50), "%s_p50_us", prefix);
+    result(percentile(us, n, 99), "%s_p99_us", prefix);
+}
+
+struct reader {
+    glfs_fd_t *fd;
+    const char *path;
+    uint64_t size;
+    uint64_t rng;
+    unsigned count;
+    double *lat_us;
+    pthread_barrier_t *start;
+};
+
+static void *reader_run(void *arg)
+{
+    struct reader *r = arg;
+    uint8_t buf[SMALL_IO];
+
+    pthread_barrier_wait(r->start);
+    for (unsigned i = 0; i < r->count; i++) {
+        uint64_t off = random_block(&r->rng, r->size), t0 = now_ns();
+
+        check_io("pread", r->path, off, SMALL_IO,
+                 glfs_pread(r->fd, buf, SMALL_IO, off, 0, NULL));
+        r->lat_us[i] = (double)(now_ns() - t0) / 1000.0;
+    }
+    return NULL;
+}
+
+/* threads threads share fd, each doing count random SMALL_IO preads. */
+static void bench_random_reads(glfs_fd_t *fd, const char *path, uint64_t size,
+                               uint64_t seed, unsigned threads, unsigned count)
+{
+    struct reader *rd = xmalloc(threads * sizeof(*rd));
+    pthread_t *tid = xmalloc(threads * sizeof(*tid));
+    size_t n = (size_t)threads * count;
+    double *lat = xmalloc(n * sizeof(*lat));
+    pthread_barrier_t start;
+    char prefix[32];
+    uint64_t t0;
+    int err;
+
+    pthread_barrier_init(&start, NULL, threads + 1);
+    for (unsigned t = 0; t < threads; t++) {
+        rd[t] = (struct reader){ fd, path, size, mix64(seed + t + 1), count,
+                                 lat + (size_t)t * count, &start };
+        err = pthread_create(&tid[t], NULL, reader_run, &rd[t]);
+        if (err)
+            fail("pthread_create: %s", strerror(err));
+    }
+    pthread_barrier_wait(&start);
+    t0 = now_ns();
+    for (unsigned t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    t0 = now_ns() - t0;
+    pthread_barrier_destroy(&start);
+
+    snprintf(prefix, sizeof(prefix), "read4k_%ut", threads);
+    result_latency(lat, n, prefix);
+    result((double)n / secs(t0), "%s_iops", prefix);
+    free(lat);
+    free(tid);
+    free(rd);
+}
+
+static void bench_data(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    uint64_t size = (uint64_t)o->size_mib * MIB;
+    char path[PATH_LEN];
+    struct xfer x;
+    glfs_fd_t *fd;
+
+    mkpath(path, "%s/data-%d", dir, (int)getpid());
+    fd = create_file(fs, path, O_RDWR | O_TRUNC);
+    x = write_pattern(fd, path, size, o->seed);
+    result(mibps(size, x.ns), "write128k_mibps");
+    /* verified as it is read, outside the timed calls */
+    x = read_pattern(fd, path, size, o->seed);
+    result(mibps(size, x.ns), "read1m_mibps");
+
+    /* a benchmark of wrong data is worthless: check before timing */
+    random_reads_verified(fd, path, size, o->seed, BENCH_VERIFY_READS);
+    bench_random_reads(fd, path, size, o->seed, 1, o->reads);
+    /* with one thread the second run would repeat the first's names */
+    if (o->threads > 1)
+        bench_random_reads(fd, path, size, o->seed, o->threads, o->reads);
+    close_file(fd, path);
+    unlink_file(fs, path);
+}
+
+static void bench_metadata(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    double *us = xmalloc(o->files * sizeof(*us));
+    char sub[PATH_LEN], path[PATH_LEN];
+    struct stat st;
+    uint64_t t0;
+
+    mkpath(sub, "%s/bench-%d", dir, (int)getpid());
+    make_dir(fs, sub, false);
+    for (unsigned i = 0; i < o->files; i++) {
+        mkpath(path, "%s/f%05u", sub, i);
+        t0 = now_ns();
+        close_file(create_file(fs, path, O_WRONLY | O_EXCL), path);
+        us[i] = (double)(now_ns() - t0) / 1000.0;
+    }
+    result_latency(us, o->files, "create");
+
+    for (unsigned i = 0; i < o->files; i++) {
+        mkpath(path, "%s/f%05u", sub, i);
+        t0 = now_ns();
+        if (glfs_stat(fs, path, &st))
+            fail("stat %s: %s", path, strerror(errno));
+        us[i] = (double)(now_ns() - t0) / 1000.0;
+    }
+    result_latency(us, o->files, "stat");
+
+    for (unsigned i = 0; i < o->files; i++) {
+        mkpath(path, "%s/f%05u", sub, i);
+        t0 = now_ns();
+        unlink_file(fs, path);
+        us[i] = (double)(now_ns() - t0) / 1000.0;
+    }
+    result_latency(us, o->files, "unlink");
+    remove_dir(fs, sub);
+    free(us);
+}
+
+static int run_bench(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    bench_data(fs, o, dir);
+    bench_metadata(fs, o, dir);
+    fflush(stdout);
+    say("%-24s %12s", "result", "value");
+    for (unsigned i = 0; i < nresults; i++)
+        say("%-24s %12.1f", results[i].name, results[i].value);
+    volume_unmount(fs, o);
+    return 0;
+}
+
+/* ---- io mode ------------------------------------------------------------- */
+
+static void *watchdog_run(void *arg)
+{
+    const struct opts *o = arg;
+    const struct timespec tick = { 0, 100 * 1000000 };
+
+    for (;;) {
+        uint64_t started = atomic_load(&op_started_ns);
+
+        if (started && now_ns() - started > o->max_op_seconds * NSEC)
+            fail("hang: %s has not returned after %u s",
+                 atomic_load(&op_name), o->max_op_seconds);
+        nanosleep(&tick, NULL);
+    }
+    return NULL;
+}
+
+/* One creat/pwrite/pread/close cycle with a fresh pattern.  Returns NULL if
+ * every call worked, else the name of the first that failed, with errno set.
+ * Wrong or short data is not an outage but a failure of the test. */
+static const char *io_cycle(glfs_t *fs, const char *path, uint64_t seed)
+{
+    uint8_t wbuf[SMALL_IO], rbuf[SMALL_IO], scratch[SMALL_IO];
+    const char *failed = NULL;
+    glfs_fd_t *fd;
+    ssize_t n;
+    int err;
+
+    fd = GUARDED("creat", glfs_creat(fs, path, O_RDWR, 0644));
+    if (!fd)
+        return "creat";
+    fill_pattern(wbuf, SMALL_IO, seed, 0);
+    n = GUARDED("pwrite",
+                glfs_pwrite(fd, wbuf, SMALL_IO, 0, 0, NULL, NULL));
+    if (n < 0) {
+        failed = "pwrite";
+    } else {
+        check_io("pwrite", path, 0, SMALL_IO, n);
+        n = GUARDED("pread", glfs_pread(fd, rbuf, SMALL_IO, 0, 0, NULL));
+        if (n < 0) {
+            failed = "pread";
+        } else {
+            check_io("pread", path, 0, SMALL_IO, n);
+            verify(rbuf, scratch, SMALL_IO, seed, 0, path);
+        }
+    }
+    err = errno;
+    if (GUARDED("close", glfs_close(fd)) && !failed)
+        return "close";
+    errno = err;
+    return failed;
+}
+
+static int run_io(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    unsigned long ok = 0, errors = 0, outage_errors = 0;
+    unsigned outages = 0;
+    uint64_t start = now_ns(), outage_start = 0, iter = 0;
+    bool failing = false;
+    char path[PATH_LEN];
+
+    mkpath(path, "%s/io-%d", dir, (int)getpid());
+    while (now_ns() - start < o->seconds * NSEC) {
+        const char *step = io_cycle(fs, path, mix64(o->seed + iter++));
+        uint64_t now = now_ns();
+
+        if (!step) {
+            ok++;
+            if (failing)
+                say("t=%.1f I/O resumed after %.1f s and %lu failed cycles",
+                    secs(now - start), secs(now - outage_start),
+                    outage_errors);
+            failing = false;
+            continue;
+        }
+        if (!failing) {
+            say("t=%.1f errors begin: %s: %s", secs(now - start), step,
+                strerror(errno));
+            failing = true;
+            outages++;
+            outage_start = now;
+            outage_errors = 0;
+        }
+        errors++;
+        outage_errors++;
+        nanosleep(&(struct timespec){ 0, IO_RETRY_DELAY_NS }, NULL);
+    }
+    say("ok=%lu errors=%lu outages=%u resumed=%d", ok, errors, outages,
+        !failing);
+    if (!failing && GUARDED("unlink", glfs_unlink(fs, path)))
+        fail("unlink %s: %s", path, strerror(errno));
+    volume_unmount(fs, o);
+    return failing ? 2 : 0;
+}
+
+/* ---- command line -------------------------------------------------------- */
+
+enum opt_id {
+    OPT_HELP = 1,
+    OPT_LOG,
+    OPT_DIR,
+    OPT_SEED,
+    OPT_NO_FINI,
+    OPT_SIZE_MIB,
+    OPT_FILES,
+    OPT_RANDOM_READS,
+    OPT_READS,
+    OPT_THREADS,
+    OPT_SECONDS,
+    OPT_MAX_OP_SECONDS,
+    OPT_COUNT
+};
+
+static const struct option long_opts[] = {
+    { "help", no_argument, NULL, OPT_HELP },
+    { "log", required_argument, NULL, OPT_LOG },
+    { "dir", required_argument, NULL, OPT_DIR },
+    { "seed", required_argument, NULL, OPT_SEED },
+    { "no-fini", no_argument, NULL, OPT_NO_FINI },
+    { "size-mib", required_argument, NULL, OPT_SIZE_MIB },
+    { "files", required_argument, NULL, OPT_FILES },
+    { "random-reads", required_argument, NULL, OPT_RANDOM_READS },
+    { "reads", required_argument, NULL, OPT_READS },
+    { "threads", required_argument, NULL, OPT_THREADS },
+    { "seconds", required_argument, NULL, OPT_SECONDS },
+    { "max-op-seconds", required_argument, NULL, OPT_MAX_OP_SECONDS },
+    { NULL, 0, NULL, 0 },
+};
+
+/* The modes each option applies to. */
+static const unsigned opt_modes[OPT_COUNT] = {
+    [OPT_HELP] = ALL_MODES,
+    [OPT_LOG] = ALL_MODES,
+    [OPT_DIR] = ALL_MODES,
+    [OPT_SEED] = ALL_MODES,
+    [OPT_NO_FINI] = ALL_MODES,
+    [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH,
+    [OPT_FILES] = MODE_CHECK | MODE_BENCH,
+    [OPT_RANDOM_READS] = MODE_CHECK,
+    [OPT_READS] = MODE_BENCH,
+    [OPT_THREADS] = MODE_BENCH,
+    [OPT_SECONDS] = MODE_IO,
+    [OPT_MAX_OP_SECONDS] = MODE_IO,
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: gfapi-io check VOLFILE VOLNAME [--size-mib N] [--files N] "
+          "[--random-reads N]\n"
+          "       gfapi-io bench VOLFILE VOLNAME [--size-mib N] [--reads N] "
+          "[--files N] [--threads N]\n"
+          "       gfapi-io io VOLFILE VOLNAME --seconds N "
+          "[--max-op-seconds S]\n"
+          "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
+          f);
+}
+
+static void usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("gfapi-io: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+static unsigned long long parse_num(const char *opt, const char *s, int base,
+                                    unsigned long long min,
+                                    unsigned long long max)
+{
+    unsigned long long v;
+    char *end;
+
+    errno = 0;
+    v = strtoull(s, &end, base);
+    if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+        usage_error("--%s: \"%s\" is not a number from %llu to %llu", opt, s,
+                    min, max);
+    return v;
+}
+
+static enum mode parse_mode(const char *s)
+{
+    if (!strcmp(s, "check"))
+        return MODE_CHECK;
+    if (!strcmp(s, "bench"))
+        return MODE_BENCH;
+    if (!strcmp(s, "io"))
+        return MODE_IO;
+    usage_error("unknown mode \"%s\"", s);
+}
+
+static void set_option(struct opts *o, int id, const char *name,
+                       const char *arg)
+{
+    switch (id) {
+    case OPT_LOG:
+        o->log = arg;
+        break;
+    case OPT_DIR:
+        o->dir = arg;
+        break;
+    case OPT_SEED:
+        o->seed = parse_num(name, arg, 0, 0, UINT64_MAX);
+        break;
+    case OPT_NO_FINI:
+        o->no_fini = true;
+        break;
+    case OPT_SIZE_MIB:
+        o->size_mib = parse_num(name, arg, 10, 1, 1u << 20);
+        break;
+    case OPT_FILES:
+        o->files = parse_num(name, arg, 10, 1, MAX_FILES);
+        break;
+    case OPT_RANDOM_READS:
+        o->random_reads = parse_num(name, arg, 10, 0, 100000000);
+        break;
+    case OPT_READS:
+        o->reads = parse_num(name, arg, 10, 1, 10000000);
+        break;
+    case OPT_THREADS:
+        o->threads = parse_num(name, arg, 10, 1, 256);
+        break;
+    case OPT_SECONDS:
+        o->seconds = parse_num(name, arg, 10, 1, 1000000);
+        break;
+    case OPT_MAX_OP_SECONDS:
+        o->max_op_seconds = parse_num(name, arg, 10, 1, 86400);
+        break;
+    }
+}
+
+/* Differs from run to run, and between runs started in the same second. */
+static uint64_t clock_seed(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return mix64((uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec +
+                 ((uint64_t)getpid() << 32));
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+    enum mode mode;
+    int id, idx;
+
+    if (argc < 2)
+        usage_error("no mode given");
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        exit(0);
+    }
+    mode = parse_mode(argv[1]);
+    *o = (struct opts){
+        .mode = mode,
+        .log = "/dev/null",
+        .dir = "gfapi-io",
+        .seed = clock_seed(),
+        .size_mib = mode == MODE_BENCH ? 64 : 256,
+        .files = mode == MODE_BENCH ? 500 : 2000,
+        .random_reads = 4096,
+        .reads = 2000,
+        .threads = 4,
+        .max_op_seconds = 60,
+    };
+
+    /* argv[1], the mode, stands in for the program name */
+    while ((id = getopt_long(argc - 1, argv + 1, "", long_opts, &idx)) != -1) {
+        if (id == '?')
+            usage_error("bad option");
+        if (id == OPT_HELP) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!(opt_modes[id] & o->mode))
+            usage_error("--%s does not apply to %s", long_opts[idx].name,
+                        argv[1]);
+        set_option(o, id, long_opts[idx].name, optarg);
+    }
+    if (argc - 1 - optind != 2)
+        usage_error("%s needs VOLFILE VOLNAME", argv[1]);
+    o->volfile = argv[1 + optind];
+    o->volname = argv[2 + optind];
+    if (o->mode == MODE_IO && !o->seconds)
+        usage_error("io needs --seconds N");
+}
+
+int main(int argc, char **argv)
+{
+    char dir[PATH_LEN];
+    struct opts o;
+    glfs_t *fs;
+
+    parse_args(argc, argv, &o);
+    out = o.mode == MODE_BENCH ? stderr : stdout;
+    /* the io test watches the output while it kills the brick */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    if (o.mode == MODE_IO) {
+        pthread_t tid;
+        int err = pthread_create(&tid, NULL, watchdog_run, &o);
+
+        if (err)
+            fail("pthread_create: %s", strerror(err));
+    }
+    say("seed 0x%016" PRIx64, o.seed);
+    fs = volume_mount(&o);
+    mkpath(dir, "/%s", o.dir + strspn(o.dir, "/"));
+    make_dir(fs, dir, true);
+
+    switch (o.mode) {
+    case MODE_CHECK: return run_check(fs, &o, dir);
+    case MODE_BENCH: return run_bench(fs, &o, dir);
+    case MODE_IO: return run_io(fs, &o, dir);
+    }
+    return EXIT_USAGE;
+}

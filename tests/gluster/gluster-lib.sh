@@ -1,0 +1,133 @@
+# Helpers for the end-to-end tests with stock GlusterFS (sourced; bash),
+# inside the soft-RoCE VM: bricks run from hand-written volfiles on a tmpfs
+# (9p cannot hold trusted.* xattrs; the VM kernel's tmpfs lacks user.*, so
+# posix runs with mandate-attribute off), and GlusterFS loads the rdma.so
+# of the build tree through a VM-local bind mount over its rpc-transport
+# directory (GlusterFS has no search path for transports).
+. "$(dirname "${BASH_SOURCE[0]}")/../softroce/fabric-lib.sh"
+
+GFR_GLUSTER_RUN=${GFR_GLUSTER_RUN:-/run/gfr-gluster}
+# Logs go to the build tree (the host's disk, through 9p), to outlive the VM.
+GFR_GLUSTER_LOGS=${GFR_GLUSTER_LOGS:-${GFR_BUILDDIR:?}/gluster-logs}
+# Packets a GlusterFS test may send through lo (fabric_check): glusterfsd
+# and gfapi send a handful of local packets of their own (4 per process
+# here, none UDP); traffic that rxe loops back locally is thousands.
+GFR_GLUSTER_MAX_LO=20
+
+gluster_transportdir() {
+	sed -n 's/^glusterfs_transportdir = //p' "${GFR_BUILDDIR:?}/Makefile"
+}
+
+# gluster_setup: the tmpfs and the plugin overlay (idempotent).
+gluster_setup() {
+	local tdir plugin=${GFR_BUILDDIR:?}/rpc-transport-rdma/.libs/rdma.so
+	tdir=$(gluster_transportdir)
+	[ -n "$tdir" ] && [ -f "$tdir/socket.so" ] ||
+		{ echo "gluster-lib: no GlusterFS transport directory with socket.so ('$tdir')"; return 1; }
+	[ -f "$plugin" ] || { echo "gluster-lib: $plugin is not built"; return 1; }
+	if ! mountpoint -q "$GFR_GLUSTER_RUN"; then
+		mkdir -p "$GFR_GLUSTER_RUN" && mount -t tmpfs -o size=2g tmpfs "$GFR_GLUSTER_RUN" || return 1
+	fi
+	mkdir -p "$GFR_GLUSTER_RUN/transports" "$GFR_GLUSTER_LOGS"
+	if ! cmp -s "$plugin" "$GFR_GLUSTER_RUN/transports/rdma.so"; then
+		cp "$tdir"/socket.so "$plugin" "$GFR_GLUSTER_RUN/transports/" || return 1
+	fi
+	if ! mountpoint -q "$tdir"; then
+		mount --bind "$GFR_GLUSTER_RUN/transports" "$tdir" || return 1
+	fi
+	modprobe fuse 2>/dev/null
+	return 0
+}
+
+# brick_volfile NAME TRANSPORT PORT [OPTION-LINE...]: the server volfile of
+# brick NAME (volume name NAME, subvolume NAME-posix) on stdout.
+brick_volfile() {
+	local name=$1 transport=$2 port=$3 line
+	shift 3
+	cat <<VOL
+volume $name-posix
+    type storage/posix
+    option directory $GFR_GLUSTER_RUN/$name/brick
+    option mandate-attribute off
+end-volume
+
+volume $name-server
+    type protocol/server
+    option transport-type $transport
+    option transport.rdma.listen-port $port
+    option transport.rdma.bind-address $GFR_SERVER_ADDR
+    option transport.socket.listen-port $((port + 1))
+    option transport.socket.bind-address $GFR_SERVER_ADDR
+    option transport.address-family inet
+    option auth.addr.$name-posix.allow *
+VOL
+	for line in "$@"; do echo "    option $line"; done
+	cat <<VOL
+    subvolumes $name-posix
+end-volume
+VOL
+}
+
+# client_volfile NAME TRANSPORT PORT [OPTION-LINE...]: a client volfile for
+# brick NAME (tcp uses PORT + 1, see brick_volfile).
+client_volfile() {
+	local name=$1 transport=$2 port=$3 line
+	shift 3
+	[ "$transport" = tcp ] && port=$((port + 1))
+	cat <<VOL
+volume $name-client
+    type protocol/client
+    option transport-type $transport
+    option remote-host $GFR_SERVER_ADDR
+    option remote-port $port
+    option remote-subvolume $name-posix
+VOL
+	for line in "$@"; do echo "    option $line"; done
+	echo "end-volume"
+}
+
+# brick_start NAME TRANSPORT PORT [OPTION-LINE...]: starts glusterfsd for
+# brick NAME and waits until it listens.  Log: $GFR_GLUSTER_LOGS/NAME-brick.log
+brick_start() {
+	local name=$1 transport=$2 port=$3 dir=$GFR_GLUSTER_RUN/$1 i
+	local log=$GFR_GLUSTER_LOGS/$1-brick.log seen
+	mkdir -p "$dir/brick"
+	brick_volfile "$@" >"$dir/server.vol"
+	seen=$(grep -c "listening for RDMA connections" "$log" 2>/dev/null)
+	glusterfsd -f "$dir/server.vol" -p "$dir/brick.pid" -l "$log" -L INFO || {
+		echo "gluster-lib: glusterfsd for $name failed to start"
+		cat "$log"
+		return 1
+	}
+	for i in $(seq 100); do
+		case $transport in
+		tcp) ss -ltn | grep -q "$GFR_SERVER_ADDR:$((port + 1)) " && return 0 ;;
+		*) [ "$(grep -c "listening for RDMA connections on $GFR_SERVER_ADDR:$port" \
+			"$log" 2>/dev/null)" -gt "${seen:-0}" ] && return 0 ;;
+		esac
+		sleep 0.2
+	done
+	echo "gluster-lib: brick $name is not listening after 20 s"
+	cat "$GFR_GLUSTER_LOGS/$name-brick.log"
+	return 1
+}
+
+brick_pid() { cat "$GFR_GLUSTER_RUN/$1/brick.pid" 2>/dev/null; }
+
+# brick_stop NAME [SIGNAL]: stops the brick and waits for it to exit.
+brick_stop() {
+	local pid i
+	pid=$(brick_pid "$1") || return 0
+	kill -"${2:-TERM}" "$pid" 2>/dev/null
+	for i in $(seq 150); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.2
+	done
+	echo "gluster-lib: brick $1 (pid $pid) did not exit; killing it"
+	kill -KILL "$pid" 2>/dev/null
+}
+
+# plugin_errors LOGFILE: prints the plugin's error lines (its message ids).
+plugin_errors() {
+	grep -E '\] E \[MSGID: 1030[0-9][0-9]\]' "$1"
+}

@@ -1,0 +1,28 @@
+#!/bin/bash
+# A libgfapi client over rdma (glfs_set_volfile, stock GlusterFS 10.3):
+# 256 MiB of random data in 128 KiB writes, read back in 1 MiB reads and
+# with 4,096 random 4 KiB reads, every byte and the checksums compared;
+# 2,000 files created, stat'ed, listed with readdirplus (large replies)
+# and unlinked; then glfs_fini.  The traffic must cross the veth, and
+# neither log may hold an error of the plugin.
+set -u
+. "$(dirname "$0")/gluster-lib.sh"
+name=gfapivol
+prog=${GFR_BUILDDIR:?}/tests/gluster/gfapi-io
+trap 'brick_stop $name; rm -rf "$GFR_GLUSTER_RUN/$name"' EXIT
+
+gluster_setup || exit 1
+brick_start $name rdma 24130 || exit 1
+client_volfile $name rdma 24130 >"$GFR_GLUSTER_RUN/$name/client.vol"
+before=$(fabric_snapshot)
+"$prog" check "$GFR_GLUSTER_RUN/$name/client.vol" $name --size-mib 256 --files 2000 \
+	--random-reads 4096 --log "$GFR_GLUSTER_LOGS/$name-gfapi.log" ||
+	{ echo "t-gfapi: gfapi-io check failed"; exit 1; }
+fabric_check "$before" 10000 "$GFR_GLUSTER_MAX_LO" || exit 1
+for log in "$GFR_GLUSTER_LOGS/$name-brick.log" "$GFR_GLUSTER_LOGS/$name-gfapi.log"; do
+	if plugin_errors "$log"; then
+		echo "t-gfapi: $log has errors of the plugin"
+		exit 1
+	fi
+done
+echo "t-gfapi: passed"

@@ -1,0 +1,84 @@
+#!/bin/bash
+# glusterd-managed volumes over rdma (stock glusterd, gluster CLI and
+# mount.glusterfs 10.3): `volume create ... transport rdma` and
+# `... transport tcp,rdma` start (without a plugin both fail with "Commit
+# failed on localhost", and tcp,rdma crashes the brick), the bricks
+# register their rdma ports with glusterd's portmap, and
+# `mount -t glusterfs -o transport=rdma` mounts each and passes a data check.
+#
+# glusterd listens on tcp and rdma (transport-type socket,rdma in its
+# volfile, as the old transport needed): a client of an rdma volume asks
+# glusterd's portmap for the brick's port over its own transport.  Its
+# state, logs and the bricks (ext4 images: volfiles glusterd writes need
+# user.* xattrs, which this kernel's tmpfs lacks) live in the VM only.
+set -u
+. "$(dirname "$0")/gluster-lib.sh"
+gd=$GFR_GLUSTER_RUN/glusterd
+mnt=$gd/mnt
+fail() { echo "t-glusterd: $*"; exit 1; }
+cli() { timeout 120 gluster --mode=script "$@"; }
+cleanup() {
+	umount "$mnt" 2>/dev/null
+	for v in gdrdma gdboth; do cli volume stop $v force >/dev/null 2>&1; done
+	[ -f "$gd/glusterd.pid" ] && kill "$(cat "$gd/glusterd.pid")" 2>/dev/null
+	pkill -f "glusterfsd.*$gd" 2>/dev/null
+	sleep 1
+	cp "$gd"/log/*.log "$gd"/log/bricks/*.log "$GFR_GLUSTER_LOGS/" 2>/dev/null
+	for d in "$gd"/b1 "$gd"/b2 /var/log/glusterfs /var/lib/glusterd /etc/glusterfs; do
+		umount "$d" 2>/dev/null
+	done
+}
+trap cleanup EXIT
+
+gluster_setup || exit 1
+mkdir -p "$gd"/lib "$gd"/log "$gd"/etc "$gd"/b1 "$gd"/b2 "$mnt" /run/gluster
+cp -a /etc/glusterfs/. "$gd"/etc/
+sed -i 's/^\( *option transport-type\) socket$/\1 socket,rdma/' "$gd"/etc/glusterd.vol
+grep -q "transport-type socket,rdma" "$gd"/etc/glusterd.vol || fail "cannot make glusterd.vol listen on rdma"
+sed -i 's/^end-volume/    option transport.rdma.listen-port 24008\nend-volume/' "$gd"/etc/glusterd.vol
+mount --bind "$gd"/lib /var/lib/glusterd && mount --bind "$gd"/log /var/log/glusterfs &&
+	mount --bind "$gd"/etc /etc/glusterfs || fail "cannot isolate glusterd's state"
+for b in b1 b2; do
+	truncate -s 300M "$gd/$b.img" && mkfs.ext4 -q -F "$gd/$b.img" &&
+		mount -o loop "$gd/$b.img" "$gd/$b" || fail "cannot make the ext4 brick $b"
+done
+
+glusterd -p "$gd/glusterd.pid" || fail "glusterd did not start"
+for i in $(seq 100); do cli volume list >/dev/null 2>&1 && break; sleep 0.3; done
+cli volume list >/dev/null || fail "glusterd does not answer the CLI"
+grep -q "listening for RDMA connections on .*:24008" "$gd"/log/glusterd.log ||
+	fail "glusterd is not listening on rdma (its log: $GFR_GLUSTER_LOGS/glusterd.log)"
+
+# check_volume NAME TRANSPORT BRICK: create, start, mount over rdma, data check.
+check_volume() {
+	local vol=$1 transport=$2 brick=$GFR_SERVER_ADDR:$gd/$3/brick
+	cli volume create "$vol" transport "$transport" "$brick" force || fail "volume create $vol failed"
+	cli volume start "$vol" || fail "volume start $vol (transport $transport) failed"
+	cli volume status "$vol" | tee "$gd/status" || fail "volume status $vol failed"
+	grep -Eq "^Brick .*$3/brick +[0-9N/A]+ +[1-9][0-9]* +Y" "$gd/status" ||
+		fail "the brick of $vol has no RDMA port or is not online"
+	mount -t glusterfs -o transport=rdma,log-file="$GFR_GLUSTER_LOGS/$vol-mount.log" \
+		"$GFR_SERVER_ADDR:/$vol" "$mnt" || fail "mount -t glusterfs -o transport=rdma $vol failed"
+	head -c $((32 << 20)) /dev/urandom >"$gd/src"
+	dd if="$gd/src" of="$mnt/data" bs=128k conv=fsync status=none || fail "writing to $vol failed"
+	umount "$mnt" && mount -t glusterfs -o transport=rdma "$GFR_SERVER_ADDR:/$vol" "$mnt" ||
+		fail "remounting $vol failed"
+	cmp "$gd/src" "$mnt/data" || fail "$vol returned other data than was written"
+	mkdir "$mnt/d" && for i in $(seq 200); do echo "$i" >"$mnt/d/f$i" || fail "create in $vol"; done
+	[ "$(ls "$mnt/d" | wc -l)" = 200 ] || fail "$vol lists the wrong number of files"
+	rm -r "$mnt/d" "$mnt/data" || fail "removing files from $vol failed"
+	umount "$mnt" || fail "umount of $vol failed"
+	grep -q "transport-type rdma" /var/lib/glusterd/vols/"$vol"/"$vol".rdma-fuse.vol 2>/dev/null ||
+		grep -rq "transport-type rdma" /var/lib/glusterd/vols/"$vol"/ || fail "no rdma client volfile for $vol"
+	echo "t-glusterd: $vol (transport $transport) started, mounted over rdma, data checked"
+}
+
+before=$(fabric_snapshot)
+check_volume gdrdma rdma b1
+check_volume gdboth tcp,rdma b2
+# The CLI talks to glusterd over lo: only the fabric counters are judged.
+fabric_check "$before" 2000 1000000 || exit 1
+for log in "$gd"/log/glusterd.log "$gd"/log/bricks/*.log; do
+	if plugin_errors "$log"; then fail "$log has errors of the plugin"; fi
+done
+echo "t-glusterd: passed"

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * rdma.so's volume options (rpc-transport-rdma/plugin-opts.c), read from
+ * real GlusterFS dicts in a real GlusterFS context: the table's defaults
+ * are the engine's, aliases and sizes reach the engine, and a bad value is
+ * refused — by GlusterFS's own validation against the exported table, as
+ * rpc_transport_load does, and by init's reading, with a message (init
+ * logs it) that names the option and what it accepts.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <glusterfs/api/glfs.h>
+
+#include "gfr_plugin.h"
+
+static glfs_t *fs;
+
+static int
+setup(void **state)
+{
+    (void)state;
+    fs = glfs_new("gfr-plugin-opts");
+    return fs && glfs_set_logging(fs, "/dev/null", GF_LOG_NONE) == 0 ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+    (void)state;
+    glfs_fini(fs);
+    return 0;
+}
+
+static dict_t *
+dict_of(const char *const *kv)
+{
+    dict_t *d = dict_new();
+
+    assert_non_null(d);
+    for (; kv && kv[0]; kv += 2)
+        assert_int_equal(dict_set_str(d, (char *)kv[0], (char *)kv[1]), 0);
+    return d;
+}
+
+static void
+test_table_defaults_are_the_engines(void **state)
+{
+    struct gfr_plugin_cfg cfg;
+    struct gfr_rdma_opts want;
+    char why[256];
+    dict_t *d = dict_new();
+
+    (void)state;
+    for (volume_option_t *opt = options; opt->key[0]; opt++)
+        if (opt->default_value)
+            assert_int_equal(dict_set_str(d, (char *)opt->key[0], opt->default_value), 0);
+    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), 0);
+    gfr_rdma_opts_init(&want);
+    assert_memory_equal(&cfg.engine, &want, sizeof(want));
+    assert_int_equal(cfg.listen_port, 24008);
+    assert_int_equal(cfg.remote_port, 24008);
+    assert_int_equal(cfg.family, AF_INET);
+    dict_unref(d);
+
+    /* and an empty dict gives the same */
+    assert_int_equal(gfr_plugin_cfg_read(NULL, &cfg, why, sizeof(why)), 0);
+    assert_memory_equal(&cfg.engine, &want, sizeof(want));
+}
+
+static void
+test_values_aliases_and_sizes_reach_the_engine(void **state)
+{
+    static const char *const kv[] = {
+        "transport.rdma.device-name", "rxe0",
+        "transport.rdma.attr-timeout", "20",
+        "transport.rdma.inline-max", "16KB",
+        "transport.rdma.poll-mode", "event",
+        "transport.rdma.dispatch", "inline",
+        "listen-port", "24321",
+        "transport.address-family", "inet6",
+        "transport.rdma.bind-address", "fd99::1",
+        "remote-port", "24555",
+        NULL};
+    struct gfr_plugin_cfg cfg;
+    char why[256];
+    dict_t *d = dict_of(kv);
+
+    (void)state;
+    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), 0);
+    assert_string_equal(cfg.engine.device, "rxe0");
+    assert_int_equal(cfg.engine.qp_timeout, 20);
+    assert_int_equal(cfg.engine.inline_max, 16384);
+    assert_int_equal(cfg.engine.poll_mode, GFR_POLL_EVENT);
+    assert_int_equal(cfg.engine.dispatch, GFR_DISPATCH_INLINE);
+    assert_int_equal(cfg.listen_port, 24321);
+    assert_int_equal(cfg.family, AF_INET6);
+    assert_string_equal(cfg.bind_address, "fd99::1");
+    assert_int_equal(cfg.remote_port, 24555);
+    dict_unref(d);
+}
+
+static void
+expect_bad(const char *key, const char *value, const char *accepted)
+{
+    const char *const kv[] = {key, value, NULL};
+    struct gfr_plugin_cfg cfg;
+    char named[128], why[256];
+    dict_t *d = dict_of(kv);
+
+    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), -EINVAL);
+    snprintf(named, sizeof(named), "%s=%s", key, value);
+    if (!strstr(why, named) || !strstr(why, accepted))
+        fail_msg("'%s' does not name %s and '%s'", why, named, accepted);
+    dict_unref(d);
+}
+
+static void
+test_bad_values_fail_with_a_message_naming_them(void **state)
+{
+    (void)state;
+    expect_bad("transport.rdma.poll-mode", "spin", "busy, adaptive, event");
+    expect_bad("transport.rdma.pollers", "0", "from 1 to 64");
+    expect_bad("transport.rdma.inline-max", "lots", "a size such as 8KB");
+    expect_bad("transport.address-family", "unix", "one of inet, inet6");
+    expect_bad("remote-port", "70000", "from 1 to 65535");
+    expect_bad("transport.rdma.device", "a-device-name-longer-than-sixty-three-characters-"
+                                        "is-refused-here", "at most 63");
+}
+
+static void
+test_options_that_do_not_fit_together_are_refused(void **state)
+{
+    static const char *const kv[] = {"transport.rdma.inline-max", "64KB",
+                                     "transport.rdma.max-msg", "16KB", NULL};
+    struct gfr_plugin_cfg cfg;
+    char why[256];
+    dict_t *d = dict_of(kv);
+
+    (void)state;
+    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "do not fit together"));
+    assert_non_null(strstr(why, "max-msg"));
+    dict_unref(d);
+}
+
+/* rpc_transport_load validates the volume's dict against `options` before
+ * init: GlusterFS itself must refuse what the table says is wrong and
+ * rename aliases to the key init reads. */
+static void
+test_glusterfs_validates_against_the_table(void **state)
+{
+    static const char *const good[] = {"transport.rdma.device-name", "rxe0",
+                                       "transport.rdma.poll-mode", "busy", NULL};
+    static const char *const bad[] = {"transport.rdma.poll-mode", "spin", NULL};
+    volume_opt_list_t list = {.given_opt = options};
+    char *errstr = NULL;
+    char *value = NULL;
+    dict_t *d = dict_of(good);
+
+    (void)state;
+    INIT_LIST_HEAD(&list.list);
+    assert_int_equal(xlator_options_validate_list(THIS, d, &list, &errstr), 0);
+    assert_int_equal(dict_get_str(d, "transport.rdma.device", &value), 0);
+    assert_string_equal(value, "rxe0");
+    dict_unref(d);
+    d = dict_of(bad);
+    assert_int_not_equal(xlator_options_validate_list(THIS, d, &list, &errstr), 0);
+    dict_unref(d);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_defaults_are_the_engines),
+        cmocka_unit_test(test_values_aliases_and_sizes_reach_the_engine),
+        cmocka_unit_test(test_bad_values_fail_with_a_message_naming_them),
+        cmocka_unit_test(test_options_that_do_not_fit_together_are_refused),
+        cmocka_unit_test(test_glusterfs_validates_against_the_table),
+    };
+
+    return cmocka_run_group_tests_name("plugin-opts", tests, setup, teardown);
+}
