@@ -38,6 +38,7 @@ grep -q "transport-type socket,rdma" "$gd"/etc/glusterd.vol || fail "cannot make
 sed -i 's/^end-volume/    option transport.rdma.listen-port 24008\nend-volume/' "$gd"/etc/glusterd.vol
 mount --bind "$gd"/lib /var/lib/glusterd && mount --bind "$gd"/log /var/log/glusterfs &&
 	mount --bind "$gd"/etc /etc/glusterfs || fail "cannot isolate glusterd's state"
+modprobe loop 2>/dev/null
 for b in b1 b2; do
 	truncate -s 300M "$gd/$b.img" && mkfs.ext4 -q -F "$gd/$b.img" &&
 		mount -o loop "$gd/$b.img" "$gd/$b" || fail "cannot make the ext4 brick $b"
@@ -54,9 +55,10 @@ check_volume() {
 	local vol=$1 transport=$2 brick=$GFR_SERVER_ADDR:$gd/$3/brick
 	cli volume create "$vol" transport "$transport" "$brick" force || fail "volume create $vol failed"
 	cli volume start "$vol" || fail "volume start $vol (transport $transport) failed"
-	cli volume status "$vol" | tee "$gd/status" || fail "volume status $vol failed"
-	grep -Eq "^Brick .*$3/brick +[0-9N/A]+ +[1-9][0-9]* +Y" "$gd/status" ||
-		fail "the brick of $vol has no RDMA port or is not online"
+	cli volume status "$vol" || fail "volume status $vol failed"
+	cli volume status "$vol" --xml >"$gd/status.xml" || fail "volume status $vol --xml failed"
+	grep -q "<rdma>[1-9][0-9]*</rdma>" "$gd/status.xml" && grep -q "<status>1</status>" "$gd/status.xml" ||
+		fail "the brick of $vol has no RDMA port in glusterd's portmap or is not online"
 	mount -t glusterfs -o transport=rdma,log-file="$GFR_GLUSTER_LOGS/$vol-mount.log" \
 		"$GFR_SERVER_ADDR:/$vol" "$mnt" || fail "mount -t glusterfs -o transport=rdma $vol failed"
 	head -c $((32 << 20)) /dev/urandom >"$gd/src"
