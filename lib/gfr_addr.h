@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A numeric address and port (IPv4 or IPv6, no name lookup) as a
- * sockaddr for gfr_rdma_listen and gfr_rdma_connect.  No state; any thread.
+ * Numeric addresses (IPv4 or IPv6, no name lookup): parsed into the
+ * sockaddr gfr_rdma_listen and gfr_rdma_connect take, and the host and port
+ * of one the engine reports.  No state; any thread.
  */
 #ifndef GFR_ADDR_H
 #define GFR_ADDR_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <string.h>
@@ -23,6 +25,25 @@ gfr_addr_parse_numeric(const char *host, const char *port, struct sockaddr_stora
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     return 0;
+}
+
+/* The numeric host ("?" for another family) and the port of sa. */
+static inline void
+gfr_addr_host_port(const struct sockaddr *sa, char host[INET6_ADDRSTRLEN], unsigned *port)
+{
+    strcpy(host, "?");
+    *port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+        inet_ntop(AF_INET, &in->sin_addr, host, INET6_ADDRSTRLEN);
+        *port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, INET6_ADDRSTRLEN);
+        *port = ntohs(in6->sin6_port);
+    }
 }
 
 #endif /* GFR_ADDR_H */

@@ -18,26 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gfr_addr.h"
 #include "gfr_plugin.h"
 
 /* "host:port", the form auth.addr and rpcsvc parse (strrchr(':')). */
 static void
 format_identifier(const struct sockaddr *sa, char *out, size_t len)
 {
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
 
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-        port = ntohs(in->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-        port = ntohs(in6->sin6_port);
-    }
+    gfr_addr_host_port(sa, host, &port);
     snprintf(out, len, "%s:%u", host, port);
 }
 

@@ -285,20 +285,10 @@ static const struct gfr_rdma_conn_ops ops = {
 static void
 describe_addr(const struct sockaddr *sa, char *buf, size_t len)
 {
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
 
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-        port = ntohs(in->sin_port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-        port = ntohs(in6->sin6_port);
-    }
+    gfr_addr_host_port(sa, host, &port);
     snprintf(buf, len, "%s port %u", host, port);
 }
 
