@@ -171,6 +171,9 @@ test_glusterfs_validates_against_the_table(void **state)
     dict_unref(d);
     d = dict_of(bad);
     assert_int_not_equal(xlator_options_validate_list(THIS, d, &list, &errstr), 0);
+    assert_non_null(errstr);
+    assert_non_null(strstr(errstr, "spin"));
+    GF_FREE(errstr);
     dict_unref(d);
 }
 
