@@ -150,26 +150,26 @@ fail_connect_later(rpc_transport_t *this)
     }
 }
 
+/* The first address getaddrinfo gives for host (NULL: any, to listen on)
+ * and port; 0 or getaddrinfo's error. */
 static int
-resolve(rpc_transport_t *this, const char *host, int port, sa_family_t family,
-        struct sockaddr_storage *sa, socklen_t *len)
+lookup_address(const char *host, unsigned port, sa_family_t family,
+               struct sockaddr_storage *sa, socklen_t *len)
 {
-    struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM};
+    struct addrinfo hints = {.ai_family = family,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV | (host ? 0 : AI_PASSIVE)};
     struct addrinfo *res;
-    int err = getaddrinfo(host, NULL, &hints, &res);
+    char service[8];
+    int err;
 
-    if (err) {
-        gf_msg(this->name, GF_LOG_ERROR, 0, GFR_MSG_CONNECT_FAILED,
-               "cannot resolve remote-host %s: %s", host, gai_strerror(err));
-        return -EHOSTUNREACH;
-    }
+    snprintf(service, sizeof(service), "%u", port);
+    err = getaddrinfo(host, service, &hints, &res);
+    if (err)
+        return err;
     memcpy(sa, res->ai_addr, res->ai_addrlen);
     *len = res->ai_addrlen;
     freeaddrinfo(res);
-    if (sa->ss_family == AF_INET)
-        ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port);
     return 0;
 }
 
@@ -193,8 +193,13 @@ gfr_plugin_connect(rpc_transport_t *this, int port)
                "option remote-host is missing");
         err = -EINVAL;
     } else {
-        err = resolve(this, host, port ? port : priv->cfg.remote_port, priv->cfg.family,
-                      &dst, &len);
+        err = lookup_address(host, port ? (unsigned)port : priv->cfg.remote_port,
+                             priv->cfg.family, &dst, &len);
+        if (err) {
+            gf_msg(this->name, GF_LOG_ERROR, 0, GFR_MSG_CONNECT_FAILED,
+                   "cannot resolve remote-host %s: %s", host, gai_strerror(err));
+            err = -EHOSTUNREACH;
+        }
     }
     if (!err) {
         set_info(&this->peerinfo, (struct sockaddr *)&dst, len);
@@ -310,36 +315,15 @@ accept_conn(struct gfr_rdma_listener *listener, struct gfr_rdma_conn *conn, void
     return 0;
 }
 
-static int
-listen_address(struct gfr_trans *priv, struct sockaddr_storage *sa)
-{
-    struct addrinfo hints = {.ai_family = priv->cfg.family,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res;
-    char port[8];
-    int err;
-
-    snprintf(port, sizeof(port), "%u", priv->cfg.listen_port);
-    err = getaddrinfo(priv->cfg.bind_address[0] ? priv->cfg.bind_address : NULL, port,
-                      &hints, &res);
-    if (err) {
-        gf_msg(priv->trans->name, GF_LOG_ERROR, 0, GFR_MSG_LISTEN_FAILED,
-               "cannot resolve transport.rdma.bind-address %s: %s",
-               priv->cfg.bind_address, gai_strerror(err));
-        return -EADDRNOTAVAIL;
-    }
-    memcpy(sa, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    return 0;
-}
-
 int32_t
 gfr_plugin_listen(rpc_transport_t *this)
 {
     struct gfr_trans *priv = this->private;
+    const char *bind = priv->cfg.bind_address[0] ? priv->cfg.bind_address : NULL;
+    char host[INET6_ADDRSTRLEN];
     struct sockaddr_storage sa;
-    socklen_t len = sizeof(sa);
+    socklen_t len;
+    unsigned port;
     int err;
 
     if (priv->listener) {
@@ -347,9 +331,14 @@ gfr_plugin_listen(rpc_transport_t *this)
         return 0;
     }
     priv->role = GFR_TRANS_LISTENER;
-    err = listen_address(priv, &sa);
-    if (!err)
-        err = ensure_engine(priv);
+    err = lookup_address(bind, priv->cfg.listen_port, priv->cfg.family, &sa, &len);
+    if (err) {
+        gf_msg(this->name, GF_LOG_ERROR, 0, GFR_MSG_LISTEN_FAILED,
+               "cannot resolve transport.rdma.bind-address %s: %s", bind ? bind : "(any)",
+               gai_strerror(err));
+        return -1;
+    }
+    err = ensure_engine(priv);
     if (!err)
         err = gfr_rdma_listen(gfr_plugin_engine_rdma(priv->engine), (struct sockaddr *)&sa,
                               priv->cfg.listen_backlog, accept_conn, priv, &priv->listener);
@@ -362,17 +351,14 @@ gfr_plugin_listen(rpc_transport_t *this)
         /* rpcsvc counts only -1 and -EADDRINUSE as failures. */
         return err == -EADDRINUSE ? -EADDRINUSE : -1;
     }
+    len = sizeof(sa);
     if (gfr_rdma_listener_addr(priv->listener, (struct sockaddr *)&sa, &len) == 0)
         set_info(&this->myinfo, (struct sockaddr *)&sa, len);
     /* glusterfsd registers "<brick>.rdma" with glusterd's portmap only when
      * brick_port2 is set; clients of rdma volumes ask for that name. */
-    if (this->ctx && !this->ctx->cmd_args.brick_port2) {
-        uint16_t port = sa.ss_family == AF_INET6
-                            ? ntohs(((struct sockaddr_in6 *)&sa)->sin6_port)
-                            : ntohs(((struct sockaddr_in *)&sa)->sin_port);
-
-        this->ctx->cmd_args.brick_port2 = port;
-    }
+    gfr_addr_host_port((struct sockaddr *)&sa, host, &port);
+    if (this->ctx && !this->ctx->cmd_args.brick_port2)
+        this->ctx->cmd_args.brick_port2 = (int)port;
     gf_msg(this->name, GF_LOG_INFO, 0, GFR_MSG_LISTENING,
            "listening for RDMA connections on %s", this->myinfo.identifier);
     return 0;
