@@ -105,15 +105,13 @@ submit_record(rpc_transport_t *this, const struct record *r)
     uint8_t inline_prefix[GFR_FRAME_PREFIX];
     struct gfr_rdma_msg m = {.is_reply = r->is_reply};
     struct gfr_tx *tx = NULL;
-    const uint8_t *xid;
     size_t header_len, payload_len;
     int offer, err;
 
     if (msg->rpchdrcount < 1 || msg->rpchdr[0].iov_len < 4 ||
         msg->rpchdrcount > MAX_IOVEC || msg->proghdrcount > MAX_IOVEC)
         return -EINVAL;
-    xid = msg->rpchdr[0].iov_base;
-    m.xid = (uint32_t)xid[0] << 24 | (uint32_t)xid[1] << 16 | (uint32_t)xid[2] << 8 | xid[3];
+    m.xid = gfr_get_be32(msg->rpchdr[0].iov_base);
     header_len = iov_bytes(msg->rpchdr, msg->rpchdrcount) +
                  iov_bytes(msg->proghdr, msg->proghdrcount);
     payload_len = iov_bytes(msg->progpayload, msg->progpayloadcount);

@@ -35,8 +35,7 @@ gfr_frame_parse(const struct gfr_rdma_rx *rx, struct gfr_frame *frame, const cha
         return -EPROTO;
     }
     gfr_frame_copy(rx, 0, sizeof(prefix), prefix);
-    header_len = (uint32_t)prefix[0] << 24 | (uint32_t)prefix[1] << 16 |
-                 (uint32_t)prefix[2] << 8 | prefix[3];
+    header_len = gfr_get_be32(prefix);
     if (header_len < GFR_FRAME_MIN_HEADER) {
         *why = "an RPC header too short to hold an XID and a message type";
         return -EPROTO;
@@ -46,8 +45,7 @@ gfr_frame_parse(const struct gfr_rdma_rx *rx, struct gfr_frame *frame, const cha
         return -EPROTO;
     }
     gfr_frame_copy(rx, GFR_FRAME_PREFIX, sizeof(xid), xid);
-    if (((uint32_t)xid[0] << 24 | (uint32_t)xid[1] << 16 | (uint32_t)xid[2] << 8 |
-         xid[3]) != rx->xid) {
+    if (gfr_get_be32(xid) != rx->xid) {
         *why = "an RPC XID that differs from the message's";
         return -EPROTO;
     }

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gfr_be.h"
 #include "gfr_rdma.h"
 
 #define GFR_FRAME_PREFIX 4
@@ -37,10 +38,7 @@ struct gfr_frame {
 static inline void
 gfr_frame_prefix(uint8_t prefix[GFR_FRAME_PREFIX], uint32_t header_len)
 {
-    prefix[0] = (uint8_t)(header_len >> 24);
-    prefix[1] = (uint8_t)(header_len >> 16);
-    prefix[2] = (uint8_t)(header_len >> 8);
-    prefix[3] = (uint8_t)header_len;
+    gfr_put_be32(prefix, header_len);
 }
 
 /*
