@@ -13,7 +13,7 @@
 /* How a CQ poller thread waits for completions. */
 enum gfr_poll_mode {
     GFR_POLL_BUSY,     /* poll without sleeping (one core per poller) */
-    GFR_POLL_ADAPTIVE, /* poll up to spin_us, then arm and sleep */
+    GFR_POLL_ADAPTIVE, /* poll a window of spin_us..spin_max_us, then sleep */
     GFR_POLL_EVENT,    /* arm and sleep after every empty poll */
 };
 
@@ -31,7 +31,8 @@ enum gfr_receive_queue {
 
 struct gfr_rdma_opts {
     enum gfr_poll_mode poll_mode;
-    uint32_t spin_us;         /* adaptive: poll this long before sleeping */
+    uint32_t spin_us;         /* adaptive: the shortest poll before sleeping */
+    uint32_t spin_max_us;     /* adaptive: the longest; <= spin_us: fixed */
     uint32_t pollers;         /* CQ poller threads per device */
     enum gfr_dispatch dispatch;
     enum gfr_receive_queue receive_queue;
@@ -49,14 +50,14 @@ struct gfr_rdma_opts {
     char device[64];          /* "": the device the CM resolves */
 };
 
-/* Fills the defaults: adaptive, 50 us, 1 poller, pool, srq, 64 credits,
+/* Fills the defaults: adaptive, 50..2000 us, 1 poller, pool, srq, 64 credits,
  * 8 KiB inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 17,
  * retry 7, rnr 7, port 1, gid -1. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
  * Sets one option from its text form: key is one of poll-mode, spin-us,
- * pollers, dispatch, receive-queue, credits, inline-max, max-msg, segment-size,
+ * spin-max-us, pollers, dispatch, receive-queue, credits, inline-max, max-msg, segment-size,
  * rdma-depth, connect-timeout-ms, qp-timeout, retry-count, rnr-retry,
  * port, gid-index, device.  Sizes accept K, M suffixes (powers of 1024).
  * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why

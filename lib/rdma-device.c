@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "gfr_clock.h"
+#include "gfr_spin_window.h"
 #include "rdma-internal.h"
 
 #define POLL_BATCH 32
@@ -62,8 +64,13 @@ wait_for_event(struct gfr_rdma_poller *p)
         ibv_ack_cq_events(cq, 1);
 }
 
-/* Polls for up to spin_ns; 1 when something completed.  The clock is read
- * every 64 empty polls, not on each. */
+/*
+ * Polls for up to spin_ns; 1 when something completed.  Every 64 empty
+ * polls it reads the clock and yields: a poller must not keep the CPU from
+ * the threads that produce what it waits for (the worker serving the
+ * request, rxe's kernel work), which on a machine with few cores share its
+ * CPU (docs/performance.md).
+ */
 static int
 spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
 {
@@ -73,29 +80,49 @@ spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
         if (poll_once(p) > 0)
             return 1;
         caa_cpu_relax();
-        if (i % 64 == 0 && gfr_now_ns() - start >= spin_ns)
-            return 0;
+        if (i % 64 == 0) {
+            if (gfr_now_ns() - start >= spin_ns)
+                return 0;
+            sched_yield();
+        }
     }
 }
 
+/*
+ * The poller thread.  In adaptive mode the poll before sleeping follows
+ * the gap between completions (gfr_spin_window.h): in the VM a GlusterFS
+ * RPC's messages come 1-3 ms apart, and every sleep there costs a wake-up
+ * of 0.5-1 ms (docs/performance.md).
+ */
 static void *
 poller_main(void *arg)
 {
     struct gfr_rdma_poller *p = arg;
-    enum gfr_poll_mode mode = p->dev->engine->opts.poll_mode;
-    uint64_t spin_ns = (uint64_t)p->dev->engine->opts.spin_us * 1000;
+    const struct gfr_rdma_opts *opts = &p->dev->engine->opts;
+    struct gfr_spin_window window;
+    uint64_t start;
 
+    gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
+                         (uint64_t)opts->spin_max_us * 1000);
     urcu_memb_register_thread(); /* finds connections in the SRQ's table */
     while (!uatomic_read(&p->stopping)) {
         if (poll_once(p) > 0)
             continue;
-        if (mode == GFR_POLL_BUSY) {
+        switch (opts->poll_mode) {
+        case GFR_POLL_BUSY:
             caa_cpu_relax();
-            continue;
+            break;
+        case GFR_POLL_ADAPTIVE:
+            start = gfr_now_ns();
+            if (window.cur_ns && spin(p, window.cur_ns))
+                break;
+            wait_for_event(p);
+            gfr_spin_window_slept(&window, gfr_now_ns() - start);
+            break;
+        case GFR_POLL_EVENT:
+            wait_for_event(p);
+            break;
         }
-        if (mode == GFR_POLL_ADAPTIVE && spin_ns && spin(p, spin_ns))
-            continue;
-        wait_for_event(p);
     }
     urcu_memb_unregister_thread();
     return NULL;

@@ -38,6 +38,7 @@ _Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4
 static const struct opt_desc descs[] = {
     {"poll-mode", OPT_CHOICE, FIELD(poll_mode), 0, 0, poll_names},
     {"spin-us", OPT_UINT, FIELD(spin_us), 0, 1000000},
+    {"spin-max-us", OPT_UINT, FIELD(spin_max_us), 0, 1000000},
     {"pollers", OPT_UINT, FIELD(pollers), 1, 64},
     {"dispatch", OPT_CHOICE, FIELD(dispatch), 0, 0, dispatch_names},
     {"receive-queue", OPT_CHOICE, FIELD(receive_queue), 0, 0, rq_names},
@@ -61,6 +62,7 @@ gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
     memset(opts, 0, sizeof(*opts));
     opts->poll_mode = GFR_POLL_ADAPTIVE;
     opts->spin_us = 50;
+    opts->spin_max_us = 2000;
     opts->pollers = 1;
     opts->dispatch = GFR_DISPATCH_POOL;
     opts->receive_queue = GFR_RQ_SRQ;

@@ -38,10 +38,16 @@ volume_option_t options[] = {
     {.key = {"transport.rdma.poll-mode"}, .type = GF_OPTION_TYPE_STR,
      .value = {"busy", "adaptive", "event"}, .default_value = "adaptive",
      .description = "How completion-queue pollers wait: busy (a core each), adaptive "
-                    "(poll spin-us, then sleep) or event (sleep at once)."},
+                    "(poll a window that follows the gap between messages, then "
+                    "sleep) or event (sleep at once)."},
     {.key = {"transport.rdma.spin-us"}, .type = GF_OPTION_TYPE_INT, .min = 0,
      .max = 1000000, .default_value = "50",
-     .description = "Adaptive polling: microseconds a poller polls before sleeping."},
+     .description = "Adaptive polling: the shortest time a poller polls before sleeping."},
+    {.key = {"transport.rdma.spin-max-us"}, .type = GF_OPTION_TYPE_INT, .min = 0,
+     .max = 1000000, .default_value = "2000",
+     .description = "Adaptive polling: the longest time a poller polls before sleeping "
+                    "(the window grows while messages come sooner than this); at or "
+                    "below spin-us the window is fixed at spin-us."},
     {.key = {"transport.rdma.pollers"}, .type = GF_OPTION_TYPE_INT, .min = 1, .max = 64,
      .default_value = "1", .description = "Completion-queue poller threads per device."},
     {.key = {"transport.rdma.dispatch"}, .type = GF_OPTION_TYPE_STR,

@@ -41,6 +41,9 @@ test_every_key_parses(void **state)
     assert_int_equal(o.poll_mode, GFR_POLL_EVENT);
     assert_int_equal(gfr_rdma_opts_set(&o, "spin-us", "200", why, sizeof(why)), 0);
     assert_int_equal(o.spin_us, 200);
+    assert_int_equal(o.spin_max_us, 2000);
+    assert_int_equal(gfr_rdma_opts_set(&o, "spin-max-us", "5000", why, sizeof(why)), 0);
+    assert_int_equal(o.spin_max_us, 5000);
     assert_int_equal(gfr_rdma_opts_set(&o, "pollers", "2", why, sizeof(why)), 0);
     assert_int_equal(o.pollers, 2);
     assert_int_equal(gfr_rdma_opts_set(&o, "dispatch", "inline", why, sizeof(why)), 0);
@@ -96,6 +99,8 @@ test_bad_values_name_the_option_and_the_range(void **state)
                "credits: '1' is not a whole number from 2 to 4096");
     expect_bad("credits", "12x", -EINVAL,
                "credits: '12x' is not a whole number from 2 to 4096");
+    expect_bad("spin-max-us", "1000001", -EINVAL,
+               "spin-max-us: '1000001' is not a whole number from 0 to 1000000");
     expect_bad("retry-count", "8", -EINVAL,
                "retry-count: '8' is not a whole number from 0 to 7");
     expect_bad("inline-max", "1G", -EINVAL,
