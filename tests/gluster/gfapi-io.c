@@ -14,6 +14,12 @@
  *       sequential throughput, 4 KiB random read latency on 1 and N threads,
  *       create/stat/unlink latency: "result NAME VALUE" lines on stdout, a
  *       table and everything else on stderr.
+ *   gfapi-io pair VOLFILE VOLNAME VOLFILE2 VOLNAME2 [--size-mib N] [--reads N]
+ *                 [--block N]
+ *       4 KiB random read latency of two volumes (say, one over tcp and
+ *       one over rdma) measured in turns of N reads from one process, so
+ *       that both see the same moments of a noisy machine: "result
+ *       VOLNAME.read4k_turns_p50_us VALUE" lines (and p99) for each.
  *   gfapi-io io VOLFILE VOLNAME --seconds N [--max-op-seconds S]
  *       creat/pwrite/pread/compare/close a 4 KiB file in a loop while a test
  *       kills and restarts the brick; prints when errors begin and when I/O
@@ -68,13 +74,15 @@
 #define NAME_LEN 12
 #define MAX_RESULTS 32
 
-enum mode { MODE_CHECK = 1, MODE_BENCH = 2, MODE_IO = 4 };
-#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO)
+enum mode { MODE_CHECK = 1, MODE_BENCH = 2, MODE_IO = 4, MODE_PAIR = 8 };
+#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR)
 
 struct opts {
     enum mode mode;
     const char *volfile;
     const char *volname;
+    const char *volfile2; /* pair: the second volume */
+    const char *volname2;
     const char *log;
     const char *dir;
     bool no_fini;
@@ -84,6 +92,7 @@ struct opts {
     unsigned random_reads;
     unsigned reads;
     unsigned threads;
+    unsigned block; /* pair: reads per turn */
     unsigned seconds;
     unsigned max_op_seconds;
 };
@@ -272,21 +281,22 @@ static void check_io(const char *op, const char *path, uint64_t off,
              off, n, len);
 }
 
-static glfs_t *volume_mount(const struct opts *o)
+static glfs_t *volume_mount(const char *volfile, const char *volname,
+                            const char *log)
 {
-    glfs_t *fs = glfs_new(o->volname);
+    glfs_t *fs = glfs_new(volname);
     uint64_t t0;
 
     if (!fs)
-        fail("glfs_new %s: %s", o->volname, strerror(errno));
-    if (glfs_set_volfile(fs, o->volfile))
-        fail("glfs_set_volfile %s: %s", o->volfile, strerror(errno));
-    if (glfs_set_logging(fs, o->log, GFAPI_LOG_INFO))
-        fail("glfs_set_logging %s: %s", o->log, strerror(errno));
+        fail("glfs_new %s: %s", volname, strerror(errno));
+    if (glfs_set_volfile(fs, volfile))
+        fail("glfs_set_volfile %s: %s", volfile, strerror(errno));
+    if (glfs_set_logging(fs, log, GFAPI_LOG_INFO))
+        fail("glfs_set_logging %s: %s", log, strerror(errno));
     t0 = now_ns();
     if (GUARDED("glfs_init", glfs_init(fs)))
-        fail("glfs_init %s volume %s: %s (gfapi log: %s)", o->volfile,
-             o->volname, strerror(errno), o->log);
+        fail("glfs_init %s volume %s: %s (gfapi log: %s)", volfile,
+             volname, strerror(errno), log);
     say("glfs_init: %.3f s", secs(now_ns() - t0));
     return fs;
 }
@@ -807,6 +817,82 @@ static int run_bench(glfs_t *fs, const struct opts *o, const char *dir)
     return 0;
 }
 
+/* ---- pair mode ----------------------------------------------------------- */
+
+/* One volume of a pair: its file and its samples. */
+struct side {
+    glfs_t *fs;
+    const char *volname;
+    glfs_fd_t *fd;
+    char path[PATH_LEN];
+    uint64_t rng;
+    double *lat_us;
+    unsigned taken;
+};
+
+static void side_open(struct side *sd, const struct opts *o, const char *dir)
+{
+    uint64_t size = (uint64_t)o->size_mib * MIB;
+
+    mkpath(sd->path, "%s/pair-%d", dir, (int)getpid());
+    sd->fd = create_file(sd->fs, sd->path, O_RDWR | O_TRUNC);
+    write_pattern(sd->fd, sd->path, size, o->seed);
+    random_reads_verified(sd->fd, sd->path, size, o->seed, BENCH_VERIFY_READS);
+    sd->rng = mix64(o->seed + 1);
+    sd->lat_us = xmalloc(o->reads * sizeof(*sd->lat_us));
+}
+
+static void side_turn(struct side *sd, const struct opts *o, unsigned count)
+{
+    uint64_t size = (uint64_t)o->size_mib * MIB;
+    uint8_t buf[SMALL_IO];
+
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t off = random_block(&sd->rng, size), t0 = now_ns();
+
+        check_io("pread", sd->path, off, SMALL_IO,
+                 glfs_pread(sd->fd, buf, SMALL_IO, off, 0, NULL));
+        sd->lat_us[sd->taken++] = (double)(now_ns() - t0) / 1000.0;
+    }
+}
+
+static void side_close(struct side *sd, const struct opts *o)
+{
+    char prefix[PATH_LEN];
+
+    mkpath(prefix, "%s.read4k_turns", sd->volname);
+    result_latency(sd->lat_us, sd->taken, prefix);
+    close_file(sd->fd, sd->path);
+    unlink_file(sd->fs, sd->path);
+    free(sd->lat_us);
+    volume_unmount(sd->fs, o);
+}
+
+/* Turns of `block` reads, the first side alternating, until each side has
+ * `reads`. */
+static int run_pair(glfs_t *fs, glfs_t *fs2, const struct opts *o,
+                    const char *dir)
+{
+    struct side sides[2] = {
+        { .fs = fs, .volname = o->volname },
+        { .fs = fs2, .volname = o->volname2 },
+    };
+
+    for (int i = 0; i < 2; i++)
+        side_open(&sides[i], o, dir);
+    for (unsigned turn = 0; sides[1].taken < o->reads; turn++) {
+        unsigned count = o->reads - sides[0].taken;
+
+        if (count > o->block)
+            count = o->block;
+        side_turn(&sides[turn & 1], o, count);
+        side_turn(&sides[!(turn & 1)], o, count);
+    }
+    for (int i = 0; i < 2; i++)
+        side_close(&sides[i], o);
+    return 0;
+}
+
 /* ---- io mode ------------------------------------------------------------- */
 
 static void *watchdog_run(void *arg)
@@ -916,6 +1002,7 @@ enum opt_id {
     OPT_RANDOM_READS,
     OPT_READS,
     OPT_THREADS,
+    OPT_BLOCK,
     OPT_SECONDS,
     OPT_MAX_OP_SECONDS,
     OPT_COUNT
@@ -932,6 +1019,7 @@ static const struct option long_opts[] = {
     { "random-reads", required_argument, NULL, OPT_RANDOM_READS },
     { "reads", required_argument, NULL, OPT_READS },
     { "threads", required_argument, NULL, OPT_THREADS },
+    { "block", required_argument, NULL, OPT_BLOCK },
     { "seconds", required_argument, NULL, OPT_SECONDS },
     { "max-op-seconds", required_argument, NULL, OPT_MAX_OP_SECONDS },
     { NULL, 0, NULL, 0 },
@@ -944,11 +1032,12 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_DIR] = ALL_MODES,
     [OPT_SEED] = ALL_MODES,
     [OPT_NO_FINI] = ALL_MODES,
-    [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH,
+    [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH | MODE_PAIR,
     [OPT_FILES] = MODE_CHECK | MODE_BENCH,
     [OPT_RANDOM_READS] = MODE_CHECK,
-    [OPT_READS] = MODE_BENCH,
+    [OPT_READS] = MODE_BENCH | MODE_PAIR,
     [OPT_THREADS] = MODE_BENCH,
+    [OPT_BLOCK] = MODE_PAIR,
     [OPT_SECONDS] = MODE_IO,
     [OPT_MAX_OP_SECONDS] = MODE_IO,
 };
@@ -959,6 +1048,8 @@ static void usage(FILE *f)
           "[--random-reads N]\n"
           "       gfapi-io bench VOLFILE VOLNAME [--size-mib N] [--reads N] "
           "[--files N] [--threads N]\n"
+          "       gfapi-io pair VOLFILE VOLNAME VOLFILE2 VOLNAME2 [--size-mib N] "
+          "[--reads N] [--block N]\n"
           "       gfapi-io io VOLFILE VOLNAME --seconds N "
           "[--max-op-seconds S]\n"
           "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
@@ -1003,6 +1094,8 @@ static enum mode parse_mode(const char *s)
         return MODE_BENCH;
     if (!strcmp(s, "io"))
         return MODE_IO;
+    if (!strcmp(s, "pair"))
+        return MODE_PAIR;
     usage_error("unknown mode \"%s\"", s);
 }
 
@@ -1036,6 +1129,9 @@ static void set_option(struct opts *o, int id, const char *name,
         break;
     case OPT_THREADS:
         o->threads = parse_num(name, arg, 10, 1, 256);
+        break;
+    case OPT_BLOCK:
+        o->block = parse_num(name, arg, 10, 1, 10000000);
         break;
     case OPT_SECONDS:
         o->seconds = parse_num(name, arg, 10, 1, 1000000);
@@ -1073,11 +1169,12 @@ static void parse_args(int argc, char **argv, struct opts *o)
         .log = "/dev/null",
         .dir = "gfapi-io",
         .seed = clock_seed(),
-        .size_mib = mode == MODE_BENCH ? 64 : 256,
+        .size_mib = mode == MODE_CHECK ? 256 : 64,
         .files = mode == MODE_BENCH ? 500 : 2000,
         .random_reads = 4096,
         .reads = 2000,
         .threads = 4,
+        .block = 50,
         .max_op_seconds = 60,
     };
 
@@ -1094,10 +1191,18 @@ static void parse_args(int argc, char **argv, struct opts *o)
                         argv[1]);
         set_option(o, id, long_opts[idx].name, optarg);
     }
-    if (argc - 1 - optind != 2)
+    if (o->mode == MODE_PAIR && argc - 1 - optind != 4)
+        usage_error("pair needs VOLFILE VOLNAME VOLFILE2 VOLNAME2");
+    if (o->mode != MODE_PAIR && argc - 1 - optind != 2)
         usage_error("%s needs VOLFILE VOLNAME", argv[1]);
     o->volfile = argv[1 + optind];
     o->volname = argv[2 + optind];
+    if (o->mode == MODE_PAIR) {
+        o->volfile2 = argv[3 + optind];
+        o->volname2 = argv[4 + optind];
+        if (!strcmp(o->volname, o->volname2))
+            usage_error("pair needs two different volume names");
+    }
     if (o->mode == MODE_IO && !o->seconds)
         usage_error("io needs --seconds N");
 }
@@ -1106,10 +1211,10 @@ int main(int argc, char **argv)
 {
     char dir[PATH_LEN];
     struct opts o;
-    glfs_t *fs;
+    glfs_t *fs, *fs2;
 
     parse_args(argc, argv, &o);
-    out = o.mode == MODE_BENCH ? stderr : stdout;
+    out = o.mode == MODE_BENCH || o.mode == MODE_PAIR ? stderr : stdout;
     /* the io test watches the output while it kills the brick */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -1121,14 +1226,21 @@ int main(int argc, char **argv)
             fail("pthread_create: %s", strerror(err));
     }
     say("seed 0x%016" PRIx64, o.seed);
-    fs = volume_mount(&o);
+    fs = volume_mount(o.volfile, o.volname, o.log);
     mkpath(dir, "/%s", o.dir + strspn(o.dir, "/"));
     make_dir(fs, dir, true);
+    if (o.mode == MODE_PAIR) {
+        /* the same log: one process, and the lines name their volume */
+        fs2 = volume_mount(o.volfile2, o.volname2, o.log);
+        make_dir(fs2, dir, true);
+        return run_pair(fs, fs2, &o, dir);
+    }
 
     switch (o.mode) {
     case MODE_CHECK: return run_check(fs, &o, dir);
     case MODE_BENCH: return run_bench(fs, &o, dir);
     case MODE_IO: return run_io(fs, &o, dir);
+    case MODE_PAIR: break;
     }
     return EXIT_USAGE;
 }
