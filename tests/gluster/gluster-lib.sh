@@ -86,6 +86,18 @@ VOL
 	echo "end-volume"
 }
 
+# write_behind NAME: performance/write-behind over NAME-client, to append
+# to client_volfile's output: every client graph glusterd makes has it, so
+# sequential writes are in flight together as they are for a user.
+write_behind() {
+	cat <<VOL
+volume $1-write-behind
+    type performance/write-behind
+    subvolumes $1-client
+end-volume
+VOL
+}
+
 # brick_start NAME TRANSPORT PORT [OPTION-LINE...]: starts glusterfsd for
 # brick NAME and waits until it listens.  Log: $GFR_GLUSTER_LOGS/NAME-brick.log
 brick_start() {
