@@ -106,6 +106,13 @@ struct gfr_pool_opts {
     unsigned starvation_limit; /* picks a non-empty class may be skipped */
     unsigned batch;            /* jobs a worker takes per visit to the
                                 * scheduler, 1..GFR_POOL_MAX_BATCH */
+    /* Optional: called on a worker's own thread just before it exits (idle
+     * above min_threads, or pool destruction), outside every pool lock.
+     * For code that keeps state per calling thread: GlusterFS's rpcsvc
+     * gives each thread that hands it requests a queue and a thread of its
+     * own until told that thread died. */
+    void (*thread_exit)(void *cb_arg);
+    void *thread_exit_arg;
 };
 
 #define GFR_POOL_MAX_THREADS 1024

@@ -342,6 +342,8 @@ worker_main(void *arg)
         if (spin_for_work(worker))
             continue;
         if (sleep_for_work(worker)) {
+            if (pool->opts.thread_exit)
+                pool->opts.thread_exit(pool->opts.thread_exit_arg);
             retire(worker);
             return NULL;
         }
@@ -349,6 +351,8 @@ worker_main(void *arg)
 
     /* Shutting down with nothing left to run. */
     gfr_pool_timers_cancel_all(worker);
+    if (pool->opts.thread_exit)
+        pool->opts.thread_exit(pool->opts.thread_exit_arg);
     uatomic_dec(&pool->nr_running);
     uatomic_dec(&pool->nr_threads);
     pthread_mutex_lock(&pool->threads_lock);

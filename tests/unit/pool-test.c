@@ -376,6 +376,98 @@ test_scales_up_when_workers_block_and_down_after_idle(void **state)
     assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
 }
 
+/* Which threads ran the thread_exit hook. */
+struct exit_log {
+    pthread_mutex_t lock;
+    pthread_t threads[8];
+    unsigned n;
+};
+
+static void
+log_thread_exit(void *cb_arg)
+{
+    struct exit_log *log = cb_arg;
+
+    pthread_mutex_lock(&log->lock);
+    if (log->n < 8)
+        log->threads[log->n] = pthread_self();
+    log->n++;
+    pthread_mutex_unlock(&log->lock);
+}
+
+struct thread_noting_job {
+    struct gfr_pool_job job;
+    sem_t *release;
+    unsigned long *done;
+    pthread_t ran_on;
+};
+
+static void
+note_thread_and_block(struct gfr_pool_job *job, void *cb_arg, int status)
+{
+    struct thread_noting_job *tj = caa_container_of(job, struct thread_noting_job, job);
+
+    tj->ran_on = pthread_self();
+    gfr_pool_block_begin();
+    sem_wait(tj->release);
+    gfr_pool_block_end();
+    uatomic_inc(tj->done);
+}
+
+static int
+ran_a_job(const struct thread_noting_job *jobs, int n, pthread_t thread)
+{
+    for (int i = 0; i < n; i++)
+        if (pthread_equal(jobs[i].ran_on, thread))
+            return 1;
+    return 0;
+}
+
+static void
+test_thread_exit_runs_on_each_exiting_worker(void **state)
+{
+    struct exit_log log = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    struct thread_noting_job jobs[6];
+    struct gfr_pool_opts opts;
+    struct gfr_pool_stats stats;
+    struct gfr_pool *pool;
+    unsigned long done = 0;
+    sem_t release;
+
+    gfr_pool_opts_init(&opts);
+    opts.name = "test";
+    opts.max_threads = 6;
+    opts.idle_ms = 50;
+    opts.thread_exit = log_thread_exit;
+    opts.thread_exit_arg = &log;
+    assert_int_equal(gfr_pool_create(&opts, &pool), 0);
+    sem_init(&release, 0, 0);
+    for (int i = 0; i < 6; i++) {
+        jobs[i] = (struct thread_noting_job){.release = &release, .done = &done};
+        gfr_pool_job_init(&jobs[i].job, note_thread_and_block, NULL);
+        assert_int_equal(gfr_pool_submit(pool, &jobs[i].job, NULL, GFR_POOL_PRIO_NORMAL), 0);
+    }
+    /* Six blocked jobs: six threads, each ran one. */
+    WAIT_UNTIL(gfr_pool_stats_get(pool, &stats) == 0 && stats.blocked == 6);
+    for (int i = 0; i < 6; i++)
+        sem_post(&release);
+    WAIT_UNTIL(uatomic_read(&done) == 6);
+    WAIT_UNTIL(gfr_pool_stats_get(pool, &stats) == 0 && stats.threads == 1);
+    pthread_mutex_lock(&log.lock);
+    assert_int_equal(log.n, 5);
+    pthread_mutex_unlock(&log.lock);
+    assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
+    /* The last one exits at destruction; every call ran on a thread that
+     * ran a job, and no thread twice. */
+    assert_int_equal(log.n, 6);
+    for (unsigned i = 0; i < log.n; i++) {
+        assert_true(ran_a_job(jobs, 6, log.threads[i]));
+        for (unsigned j = 0; j < i; j++)
+            assert_false(pthread_equal(log.threads[i], log.threads[j]));
+    }
+    sem_destroy(&release);
+}
+
 static void
 test_cpu_bound_load_stays_within_concurrency(void **state)
 {
@@ -760,6 +852,7 @@ main(void)
         cmocka_unit_test(test_low_class_not_starved),
         cmocka_unit_test(test_busy_client_cannot_delay_another_by_more_than_one_job),
         cmocka_unit_test(test_scales_up_when_workers_block_and_down_after_idle),
+        cmocka_unit_test(test_thread_exit_runs_on_each_exiting_worker),
         cmocka_unit_test(test_cpu_bound_load_stays_within_concurrency),
         cmocka_unit_test(test_destroy_runs_pending_jobs),
         cmocka_unit_test(test_destroy_cancels_pending_jobs_through_their_callback),
