@@ -74,6 +74,7 @@ struct gfr_trans {
      * of the call that submitted the request, long gone by the reply. */
     struct cds_list_head offered;
     struct gfr_rdma_listener *listener; /* listeners: until disconnect/fini */
+    struct cds_list_head listening_link; /* plugin-listeners.c, while listener */
 };
 
 /* plugin-opts.c */
@@ -84,6 +85,12 @@ extern volume_option_t options[];
  * Returns 0, or -EINVAL with *why naming the option, the value and what it
  * accepts. */
 int gfr_plugin_cfg_read(dict_t *dict, struct gfr_plugin_cfg *cfg, char *why, size_t why_len);
+
+/* plugin-listeners.c */
+void gfr_plugin_listeners_add(struct gfr_trans *priv);
+void gfr_plugin_listeners_remove(struct gfr_trans *priv);
+/* The worker pool's thread_exit hook (gfr_pool_opts). */
+void gfr_plugin_thread_exit(void *cb_arg);
 
 /* plugin-engine.c */
 /* A reference on the engine for these options, created with the process's

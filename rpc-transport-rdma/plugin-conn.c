@@ -359,6 +359,7 @@ gfr_plugin_listen(rpc_transport_t *this)
     gfr_addr_host_port((struct sockaddr *)&sa, host, &port);
     if (this->ctx && !this->ctx->cmd_args.brick_port2)
         this->ctx->cmd_args.brick_port2 = (int)port;
+    gfr_plugin_listeners_add(priv);
     gf_msg(this->name, GF_LOG_INFO, 0, GFR_MSG_LISTENING,
            "listening for RDMA connections on %s", this->myinfo.identifier);
     return 0;
@@ -368,6 +369,7 @@ void
 gfr_plugin_close_listener(struct gfr_trans *priv)
 {
     if (priv->listener) {
+        gfr_plugin_listeners_remove(priv);
         gfr_rdma_listener_close(priv->listener);
         priv->listener = NULL;
     }

@@ -64,6 +64,7 @@ pool_get_locked(void)
     if (!pool) {
         gfr_pool_opts_init(&popts);
         popts.name = "gfr-rdma";
+        popts.thread_exit = gfr_plugin_thread_exit;
         err = gfr_pool_create(&popts, &pool);
         if (err)
             return err;
