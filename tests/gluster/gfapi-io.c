@@ -700,19 +700,27 @@ struct reader {
     pthread_barrier_t *start;
 };
 
+/* count random aligned SMALL_IO preads, each one's latency into lat_us. */
+static void timed_random_reads(glfs_fd_t *fd, const char *path, uint64_t size,
+                               uint64_t *rng, unsigned count, double *lat_us)
+{
+    uint8_t buf[SMALL_IO];
+
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t off = random_block(rng, size), t0 = now_ns();
+
+        check_io("pread", path, off, SMALL_IO,
+                 glfs_pread(fd, buf, SMALL_IO, off, 0, NULL));
+        lat_us[i] = (double)(now_ns() - t0) / 1000.0;
+    }
+}
+
 static void *reader_run(void *arg)
 {
     struct reader *r = arg;
-    uint8_t buf[SMALL_IO];
 
     pthread_barrier_wait(r->start);
-    for (unsigned i = 0; i < r->count; i++) {
-        uint64_t off = random_block(&r->rng, r->size), t0 = now_ns();
-
-        check_io("pread", r->path, off, SMALL_IO,
-                 glfs_pread(r->fd, buf, SMALL_IO, off, 0, NULL));
-        r->lat_us[i] = (double)(now_ns() - t0) / 1000.0;
-    }
+    timed_random_reads(r->fd, r->path, r->size, &r->rng, r->count, r->lat_us);
     return NULL;
 }
 
@@ -853,16 +861,9 @@ static void side_open(struct side *sd, const struct opts *o, const char *dir)
 
 static void side_turn(struct side *sd, const struct opts *o, unsigned count)
 {
-    uint64_t size = (uint64_t)o->size_mib * MIB;
-    uint8_t buf[SMALL_IO];
-
-    for (unsigned i = 0; i < count; i++) {
-        uint64_t off = random_block(&sd->rng, size), t0 = now_ns();
-
-        check_io("pread", sd->path, off, SMALL_IO,
-                 glfs_pread(sd->fd, buf, SMALL_IO, off, 0, NULL));
-        sd->lat_us[sd->taken++] = (double)(now_ns() - t0) / 1000.0;
-    }
+    timed_random_reads(sd->fd, sd->path, (uint64_t)o->size_mib * MIB, &sd->rng,
+                       count, sd->lat_us + sd->taken);
+    sd->taken += count;
 }
 
 static void side_close(struct side *sd, const struct opts *o)
@@ -877,16 +878,18 @@ static void side_close(struct side *sd, const struct opts *o)
     volume_unmount(sd->fs, o);
 }
 
-/* Turns of `block` reads, the first side alternating, until each side has
- * `reads`. */
-static int run_pair(glfs_t *fs, glfs_t *fs2, const struct opts *o,
-                    const char *dir)
+/* Mounts the second volume, then turns of `block` reads, the first side
+ * alternating, until each side has `reads`. */
+static int run_pair(glfs_t *fs, const struct opts *o, const char *dir)
 {
+    /* the same log: one process, and the lines name their volume */
     struct side sides[2] = {
         { .fs = fs, .volname = o->volname },
-        { .fs = fs2, .volname = o->volname2 },
+        { .fs = volume_mount(o->volfile2, o->volname2, o->log),
+          .volname = o->volname2 },
     };
 
+    make_dir(sides[1].fs, dir, true);
     for (int i = 0; i < 2; i++)
         side_open(&sides[i], o, dir);
     for (unsigned turn = 0; sides[1].taken < o->reads; turn++) {
@@ -1220,7 +1223,7 @@ int main(int argc, char **argv)
 {
     char dir[PATH_LEN];
     struct opts o;
-    glfs_t *fs, *fs2;
+    glfs_t *fs;
 
     parse_args(argc, argv, &o);
     out = o.mode == MODE_BENCH || o.mode == MODE_PAIR ? stderr : stdout;
@@ -1238,18 +1241,12 @@ int main(int argc, char **argv)
     fs = volume_mount(o.volfile, o.volname, o.log);
     mkpath(dir, "/%s", o.dir + strspn(o.dir, "/"));
     make_dir(fs, dir, true);
-    if (o.mode == MODE_PAIR) {
-        /* the same log: one process, and the lines name their volume */
-        fs2 = volume_mount(o.volfile2, o.volname2, o.log);
-        make_dir(fs2, dir, true);
-        return run_pair(fs, fs2, &o, dir);
-    }
 
     switch (o.mode) {
     case MODE_CHECK: return run_check(fs, &o, dir);
     case MODE_BENCH: return run_bench(fs, &o, dir);
     case MODE_IO: return run_io(fs, &o, dir);
-    case MODE_PAIR: break;
+    case MODE_PAIR: return run_pair(fs, &o, dir);
     }
     return EXIT_USAGE;
 }
