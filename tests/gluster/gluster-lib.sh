@@ -86,16 +86,21 @@ VOL
 	echo "end-volume"
 }
 
-# write_behind NAME: performance/write-behind over NAME-client, to append
-# to client_volfile's output: every client graph glusterd makes has it, so
-# sequential writes are in flight together as they are for a user.
-write_behind() {
-	cat <<VOL
+# serve_with_write_behind NAME TRANSPORT PORT [OPTION-LINE...]: brick_start,
+# then NAME's client volfile with performance/write-behind on top in
+# $GFR_GLUSTER_RUN/NAME/client.vol: every client graph glusterd makes has
+# it, so sequential writes are in flight together as they are for a user.
+serve_with_write_behind() {
+	brick_start "$@" || return 1
+	{
+		client_volfile "$@"
+		cat <<VOL
 volume $1-write-behind
     type performance/write-behind
     subvolumes $1-client
 end-volume
 VOL
+	} >"$GFR_GLUSTER_RUN/$1/client.vol"
 }
 
 # brick_start NAME TRANSPORT PORT [OPTION-LINE...]: starts glusterfsd for
