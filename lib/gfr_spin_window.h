@@ -8,9 +8,9 @@
  * polling bought nothing and the window halves, down to `min`.  A window
  * that caught its event is kept.  So the poll follows the gap between
  * messages while they come in reach, and falls back to `min` when they
- * stop (docs/engine.md, "Polling").
+ * stop (docs/engine.md, "Adaptive polling").
  *
- * Not thread-safe: one window per polling thread (or per token holder).
+ * Not thread-safe: one window per polling thread.
  */
 #ifndef GFR_SPIN_WINDOW_H
 #define GFR_SPIN_WINDOW_H
