@@ -138,6 +138,27 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * NSEC + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time the whole machine has spent busy (every CPU, every process and
+ * the kernel) since boot, from /proc/stat; 0 where that cannot be read.
+ * In the VM the client, the brick and soft-RoCE's emulation of the NIC
+ * share these CPUs, so this is what a transfer costs all of them. */
+static uint64_t machine_busy_ns(void)
+{
+    unsigned long long user, nice, sys, idle, iowait, irq, softirq, steal;
+    long hz = sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/stat", "r");
+    int n;
+
+    if (!f)
+        return 0;
+    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice,
+               &sys, &idle, &iowait, &irq, &softirq, &steal);
+    fclose(f);
+    if (n != 8 || hz <= 0)
+        return 0;
+    return (user + nice + sys + irq + softirq + steal) * (NSEC / (uint64_t)hz);
+}
+
 static double secs(uint64_t ns)
 {
     return (double)ns / NSEC;
@@ -352,9 +373,11 @@ static void remove_dir(glfs_t *fs, const char *path)
 /* ---- bulk data --------------------------------------------------------- */
 
 /* Time spent inside gfapi calls (pattern generation and comparison are left
- * out, so they do not count against the transport) and the data's checksum. */
+ * out, so they do not count against the transport), the machine's busy CPU
+ * time meanwhile (machine_busy_ns) and the data's checksum. */
 struct xfer {
     uint64_t ns;
+    uint64_t busy_ns;
     uint64_t csum;
 };
 
@@ -368,8 +391,8 @@ static struct xfer write_pattern(glfs_fd_t *fd, const char *path,
 {
     uint64_t batch = size < WRITE_BATCH ? size : WRITE_BATCH;
     uint8_t *buf = xmalloc(batch);
-    struct xfer x = { 0, CSUM_INIT };
-    uint64_t t0;
+    struct xfer x = { 0, 0, CSUM_INIT };
+    uint64_t t0, busy0;
 
     for (uint64_t start = 0; start < size; start += batch) {
         uint64_t len = size - start < batch ? size - start : batch;
@@ -377,6 +400,7 @@ static struct xfer write_pattern(glfs_fd_t *fd, const char *path,
         fill_pattern(buf, len, seed, start);
         x.csum = csum_update(x.csum, buf, len);
         t0 = now_ns();
+        busy0 = machine_busy_ns();
         for (uint64_t off = 0; off < len; off += WRITE_CHUNK)
             check_io("pwrite", path, start + off, WRITE_CHUNK,
                      glfs_pwrite(fd, buf + off, WRITE_CHUNK, start + off, 0,
@@ -384,6 +408,7 @@ static struct xfer write_pattern(glfs_fd_t *fd, const char *path,
         if (glfs_fsync(fd, NULL, NULL))
             fail("fsync %s: %s", path, strerror(errno));
         x.ns += now_ns() - t0;
+        x.busy_ns += machine_busy_ns() - busy0;
     }
     free(buf);
     return x;
@@ -394,7 +419,7 @@ static struct xfer read_pattern(glfs_fd_t *fd, const char *path,
                                 uint64_t size, uint64_t seed)
 {
     uint8_t *buf = xmalloc(READ_CHUNK), *scratch = xmalloc(READ_CHUNK);
-    struct xfer x = { 0, CSUM_INIT };
+    struct xfer x = { 0, 0, CSUM_INIT };
 
     for (uint64_t off = 0; off < size; off += READ_CHUNK) {
         uint64_t t0 = now_ns();
@@ -771,6 +796,7 @@ static void bench_data(glfs_t *fs, const struct opts *o, const char *dir)
     fd = create_file(fs, path, O_RDWR | O_TRUNC);
     x = write_pattern(fd, path, size, o->seed);
     result(mibps(size, x.ns), "write128k_mibps");
+    result((double)x.busy_ns / 1e6 / ((double)size / MIB), "write128k_cpu_ms_per_mib");
     /* verified as it is read, outside the timed calls */
     x = read_pattern(fd, path, size, o->seed);
     result(mibps(size, x.ns), "read1m_mibps");
