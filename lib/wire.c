@@ -122,7 +122,8 @@ gfr_wire_decode(const void *buf, size_t len,
         return violation(reason, "lists or payload on a control message");
     if (hdr->type == GFR_WIRE_REPLY && hdr->n_write)
         return violation(reason, "write list on a reply");
-    if (hdr->type == GFR_WIRE_MSG && hdr->written)
+    /* ERROR carries its errno in the same field */
+    if (hdr->written && hdr->type != GFR_WIRE_REPLY && hdr->type != GFR_WIRE_ERROR)
         return violation(reason, "bytes written claimed by a message that is not a reply");
 
     p = get_segs(p + GFR_WIRE_HDR_SIZE, msg->read, hdr->n_read);

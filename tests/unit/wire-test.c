@@ -206,6 +206,15 @@ test_reply_rules(void **state)
     n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
     expect_violation((size_t)n + 2,
                      "bytes written claimed by a message that is not a reply");
+
+    /* found by tests/fuzz/fuzz-wire: DONE and CREDIT passed with written */
+    hdr.inline_len = 0;
+    for (uint8_t type = GFR_WIRE_DONE; type <= GFR_WIRE_CREDIT; type++) {
+        hdr.type = type;
+        n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+        expect_violation((size_t)n,
+                         "bytes written claimed by a message that is not a reply");
+    }
 }
 
 static void
