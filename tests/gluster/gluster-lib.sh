@@ -40,10 +40,13 @@ gluster_setup() {
 }
 
 # brick_volfile NAME TRANSPORT PORT [OPTION-LINE...]: the server volfile of
-# brick NAME (volume name NAME, subvolume NAME-posix) on stdout.
+# brick NAME (volume name NAME, subvolume NAME-posix) on stdout.  It admits
+# every address (auth.addr.NAME-posix.allow *) unless an OPTION-LINE sets
+# an auth.addr option itself.
 brick_volfile() {
-	local name=$1 transport=$2 port=$3 line
+	local name=$1 transport=$2 port=$3 line allow="    option auth.addr.$1-posix.allow *"
 	shift 3
+	for line in "$@"; do case $line in auth.addr.*) allow="" ;; esac; done
 	cat <<VOL
 volume $name-posix
     type storage/posix
@@ -59,8 +62,8 @@ volume $name-server
     option transport.socket.listen-port $((port + 1))
     option transport.socket.bind-address $GFR_SERVER_ADDR
     option transport.address-family inet
-    option auth.addr.$name-posix.allow *
 VOL
+	[ -n "$allow" ] && echo "$allow"
 	for line in "$@"; do echo "    option $line"; done
 	cat <<VOL
     subvolumes $name-posix
