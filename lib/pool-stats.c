@@ -63,6 +63,7 @@ gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats)
     stats->threads_started = uatomic_read(&pool->threads_started);
     stats->threads_exited = uatomic_read(&pool->threads_exited);
     stats->threads = (unsigned)uatomic_read(&pool->nr_threads);
+    cmm_smp_rmb(); /* the peak after the count: see gfr_pool_spawn_worker */
     stats->running = (unsigned)uatomic_read(&pool->nr_running);
     stats->sleeping = (unsigned)uatomic_read(&pool->nr_idle);
     stats->spinning = (unsigned)uatomic_read(&pool->nr_spinning);

@@ -407,6 +407,13 @@ gfr_pool_spawn_worker(struct gfr_pool *pool)
     worker->pool = pool;
     worker->index = pool->next_index++;
     CDS_INIT_LIST_HEAD(&worker->timers);
+    /* The peak first: gfr_pool_stats_get reads nr_threads, then the peak,
+     * and must never see more threads than the peak (the new worker may
+     * run, and be counted, before pthread_create returns here).  A failed
+     * create leaves the peak one too high. */
+    if (threads + 1 > uatomic_read(&pool->peak_threads))
+        uatomic_set(&pool->peak_threads, threads + 1);
+    cmm_smp_wmb();
     uatomic_inc(&pool->nr_threads);
     uatomic_inc(&pool->nr_running);
     err = -pthread_create(&worker->thread, NULL, worker_main, worker);
@@ -421,8 +428,6 @@ gfr_pool_spawn_worker(struct gfr_pool *pool)
     pthread_setname_np(worker->thread, name);
     cds_list_add_tail(&worker->link, &pool->workers);
     uatomic_inc(&pool->threads_started);
-    if (threads + 1 > uatomic_read(&pool->peak_threads))
-        uatomic_set(&pool->peak_threads, threads + 1);
 out:
     pthread_mutex_unlock(&pool->threads_lock);
     return err;
