@@ -20,7 +20,7 @@ REFUSED_WAIT=30
 # status (124 when it ran out of time).
 mount_check() {
 	client_volfile "$1" rdma "$2" >"$GFR_GLUSTER_RUN/$1/client.vol"
-	timeout "$3" "$prog" check "$GFR_GLUSTER_RUN/$1/client.vol" "$1" --size-mib 4 --files 20 \
+	with_sanitizers timeout "$3" "$prog" check "$GFR_GLUSTER_RUN/$1/client.vol" "$1" --size-mib 4 --files 20 \
 		--random-reads 64 --no-fini --log "$GFR_GLUSTER_LOGS/$1-gfapi.log" \
 		>"$GFR_GLUSTER_LOGS/$1-gfapi.out" 2>&1
 }

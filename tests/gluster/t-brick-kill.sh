@@ -13,7 +13,7 @@ trap 'kill "$io" 2>/dev/null; brick_stop $name; rm -rf "$GFR_GLUSTER_RUN/$name"'
 gluster_setup || exit 1
 brick_start $name rdma 24140 || exit 1
 client_volfile $name rdma 24140 >"$GFR_GLUSTER_RUN/$name/client.vol"
-"$prog" io "$GFR_GLUSTER_RUN/$name/client.vol" $name --seconds 70 --max-op-seconds 60 \
+with_sanitizers "$prog" io "$GFR_GLUSTER_RUN/$name/client.vol" $name --seconds 70 --max-op-seconds 60 \
 	--log "$GFR_GLUSTER_LOGS/$name-gfapi.log" >"$out" 2>&1 &
 io=$!
 wait_for_output "$out" glfs_init: 60 || { cat "$out"; echo "t-brick-kill: gfapi-io did not start"; exit 1; }

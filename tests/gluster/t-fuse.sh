@@ -23,7 +23,7 @@ brick_start $name rdma 24120 || exit 1
 client_volfile $name rdma 24120 >"$GFR_GLUSTER_RUN/$name/client.vol"
 mkdir -p "$mnt"
 before=$(fabric_snapshot)
-glusterfs -f "$GFR_GLUSTER_RUN/$name/client.vol" --direct-io-mode=enable \
+with_sanitizers glusterfs -f "$GFR_GLUSTER_RUN/$name/client.vol" --direct-io-mode=enable \
 	-l "$GFR_GLUSTER_LOGS/$name-fuse.log" "$mnt" || fail "the FUSE mount failed"
 for i in $(seq 50); do
 	mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1 && break

@@ -19,7 +19,7 @@ spawned_before=$(grep -c "spawned a request handler thread" "$GFR_GLUSTER_LOGS/$
 brick_start $name rdma 24130 || exit 1
 client_volfile $name rdma 24130 >"$GFR_GLUSTER_RUN/$name/client.vol"
 before=$(fabric_snapshot)
-"$prog" check "$GFR_GLUSTER_RUN/$name/client.vol" $name --size-mib 256 --files 2000 \
+with_sanitizers "$prog" check "$GFR_GLUSTER_RUN/$name/client.vol" $name --size-mib 256 --files 2000 \
 	--random-reads 4096 --log "$GFR_GLUSTER_LOGS/$name-gfapi.log" ||
 	{ echo "t-gfapi: gfapi-io check failed"; exit 1; }
 fabric_check "$before" 10000 "$GFR_GLUSTER_MAX_LO" || exit 1

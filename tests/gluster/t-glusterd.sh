@@ -16,6 +16,17 @@ set -u
 gd=$GFR_GLUSTER_RUN/glusterd
 mnt=$gd/mnt
 fail() { echo "t-glusterd: $*"; exit 1; }
+
+# glusterfs_mount OPTIONS VOLUME: mount -t glusterfs -o OPTIONS on $mnt.
+# Under the sanitizers it runs the helper mount(8) would, mount.glusterfs,
+# itself: mount(8) removes LD_PRELOAD from the environment of its helpers.
+glusterfs_mount() {
+	if [ -n "$gfr_sanitizer_runtime" ]; then
+		with_sanitizers mount.glusterfs "$GFR_SERVER_ADDR:/$2" "$mnt" -o "$1"
+	else
+		mount -t glusterfs -o "$1" "$GFR_SERVER_ADDR:/$2" "$mnt"
+	fi
+}
 cli() { timeout 120 gluster --mode=script "$@"; }
 cleanup() {
 	umount "$mnt" 2>/dev/null
@@ -44,7 +55,7 @@ for b in b1 b2; do
 		mount -o loop "$gd/$b.img" "$gd/$b" || fail "cannot make the ext4 brick $b"
 done
 
-glusterd -p "$gd/glusterd.pid" || fail "glusterd did not start"
+with_sanitizers glusterd -p "$gd/glusterd.pid" || fail "glusterd did not start"
 for i in $(seq 100); do cli volume list >/dev/null 2>&1 && break; sleep 0.3; done
 cli volume list >/dev/null || fail "glusterd does not answer the CLI"
 grep -q "listening for RDMA connections on .*:24008" "$gd"/log/glusterd.log ||
@@ -59,11 +70,11 @@ check_volume() {
 	cli volume status "$vol" --xml >"$gd/status.xml" || fail "volume status $vol --xml failed"
 	grep -q "<rdma>[1-9][0-9]*</rdma>" "$gd/status.xml" && grep -q "<status>1</status>" "$gd/status.xml" ||
 		fail "the brick of $vol has no RDMA port in glusterd's portmap or is not online"
-	mount -t glusterfs -o transport=rdma,log-file="$GFR_GLUSTER_LOGS/$vol-mount.log" \
-		"$GFR_SERVER_ADDR:/$vol" "$mnt" || fail "mount -t glusterfs -o transport=rdma $vol failed"
+	glusterfs_mount transport=rdma,log-file="$GFR_GLUSTER_LOGS/$vol-mount.log" "$vol" ||
+		fail "mount -t glusterfs -o transport=rdma $vol failed"
 	head -c $((32 << 20)) /dev/urandom >"$gd/src"
 	dd if="$gd/src" of="$mnt/data" bs=128k conv=fsync status=none || fail "writing to $vol failed"
-	umount "$mnt" && mount -t glusterfs -o transport=rdma "$GFR_SERVER_ADDR:/$vol" "$mnt" ||
+	umount "$mnt" && glusterfs_mount transport=rdma "$vol" ||
 		fail "remounting $vol failed"
 	cmp "$gd/src" "$mnt/data" || fail "$vol returned other data than was written"
 	mkdir "$mnt/d" && for i in $(seq 200); do echo "$i" >"$mnt/d/f$i" || fail "create in $vol"; done
