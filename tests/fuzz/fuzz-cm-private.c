@@ -12,18 +12,14 @@
  * reserved aside) and negotiate, against this side's defaults, to values
  * no larger than either side's.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz-common.h"
 #include "gfr_be.h"
 #include "gfr_cm_private.h"
 
 static void
 disagree(const char *what)
 {
-    fprintf(stderr, "fuzz-cm-private: %s\n", what);
-    abort();
+    fuzz_disagree("fuzz-cm-private", what, NULL);
 }
 
 /* The document's verdict on these bytes. */
@@ -77,12 +73,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     enum gfr_cm_reject_reason why = GFR_CM_REJECT_NONE;
     struct gfr_cm_params peer;
-    uint8_t *pd = malloc(size ? size : 1);
+    uint8_t *pd = fuzz_copy(data, size);
     int rc;
 
-    if (!pd)
-        abort();
-    memcpy(pd, data, size);
     rc = gfr_cm_decode(pd, size, &peer, &why);
     if (why != spec_verdict(pd, size))
         disagree("the decoder's verdict differs from docs/wire-protocol.md");

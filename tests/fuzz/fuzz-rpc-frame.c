@@ -14,10 +14,7 @@
  * read again here; an accepted frame's header and payload, copied out
  * across the split, must equal the same ranges of the contiguous body.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz-common.h"
 #include "rpc-frame.h"
 
 #define CONTROL_SIZE 6
@@ -25,8 +22,7 @@
 static void
 disagree(const char *what)
 {
-    fprintf(stderr, "fuzz-rpc-frame: %s\n", what);
-    abort();
+    fuzz_disagree("fuzz-rpc-frame", what, NULL);
 }
 
 static int
@@ -43,25 +39,12 @@ spec_valid(const uint8_t *body, size_t len, uint32_t xid)
 static void
 check_range(const struct gfr_rdma_rx *rx, const uint8_t *body, size_t off, size_t len)
 {
-    uint8_t *out = malloc(len ? len : 1);
+    uint8_t *out = fuzz_alloc(len);
 
-    if (!out)
-        abort();
     gfr_frame_copy(rx, off, len, out);
     if (memcmp(out, body + off, len) != 0)
         disagree("a range copied across the split differs from the body");
     free(out);
-}
-
-static uint8_t *
-dup_exact(const uint8_t *p, size_t len)
-{
-    uint8_t *d = malloc(len ? len : 1);
-
-    if (!d)
-        abort();
-    memcpy(d, p, len);
-    return d;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -82,8 +65,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = size - CONTROL_SIZE;
     head_len = len * data[0] / 255;
     rx.xid = (data[1] & 1) && len >= 8 ? gfr_get_be32(body + 4) : gfr_get_be32(data + 2);
-    head = dup_exact(body, head_len);
-    bulk = dup_exact(body + head_len, len - head_len);
+    head = fuzz_copy(body, head_len);
+    bulk = fuzz_copy(body + head_len, len - head_len);
     rx.head = head;
     rx.head_len = head_len;
     rx.bulk = bulk;

@@ -15,11 +15,7 @@
  * (the reserved field aside).  A disagreement aborts, which libFuzzer
  * reports as a crash with the input saved.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz-common.h"
 #include "gfr_be.h"
 #include "gfr_wire.h"
 
@@ -28,8 +24,7 @@
 static void
 disagree(const char *what, const char *reason)
 {
-    fprintf(stderr, "fuzz-wire: %s (decoder: %s)\n", what, reason ? reason : "accepted");
-    abort();
+    fuzz_disagree("fuzz-wire", what, reason);
 }
 
 /* Does the document accept these bytes under these limits? */
@@ -84,11 +79,9 @@ static void
 check_accepted(const uint8_t *p, size_t len, const struct gfr_wire_msg *msg)
 {
     size_t head = gfr_wire_hdr_len(msg->hdr.n_read, msg->hdr.n_write);
-    uint8_t *again = malloc(head);
+    uint8_t *again = fuzz_alloc(head);
     ssize_t n;
 
-    if (!again)
-        abort();
     if (msg->payload != p + head || head + msg->hdr.inline_len != len)
         disagree("payload is not where the header says", NULL);
     n = gfr_wire_encode(&msg->hdr, msg->read, msg->write, again, head);
@@ -117,10 +110,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_msg = gfr_get_be32(data);
     lim.max_segs = gfr_get_be16(data + 4);
     len = size - LIMITS_SIZE;
-    rx = malloc(len ? len : 1);
-    if (!rx)
-        abort();
-    memcpy(rx, data + LIMITS_SIZE, len);
+    rx = fuzz_copy(data + LIMITS_SIZE, len);
 
     rc = gfr_wire_decode(rx, len, &lim, &msg, &reason);
     if (rc == 0 && !spec_valid(rx, len, &lim))
