@@ -217,12 +217,15 @@ create_qp(struct gfr_rdma_conn *conn)
     attr.cap.max_recv_sge = 1;
     attr.cap.max_inline_data = conn->dev->max_inline;
     if (rdma_create_qp(conn->id, conn->dev->pd, &attr) != 0) {
+        int first = errno;
+
         /* Some providers refuse inline data: retry without it. */
         attr.cap.max_inline_data = 0;
         if (rdma_create_qp(conn->id, conn->dev->pd, &attr) != 0) {
             err = -errno;
-            gfr_rdma_log("%s: rdma_create_qp failed: %s",
-                         ibv_get_device_name(conn->id->verbs->device), strerror(-err));
+            gfr_rdma_log("%s: rdma_create_qp failed: %s (with %u bytes of inline data: "
+                         "%s)", ibv_get_device_name(conn->id->verbs->device),
+                         strerror(-err), conn->dev->max_inline, strerror(first));
             return err;
         }
     }

@@ -131,7 +131,11 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
             err = -errno;
     }
     if (err) {
-        gfr_rdma_log("cannot accept a connection: %s", strerror(-err));
+        /* The CM refuses to set up a QP for a request the peer has already
+         * withdrawn (a REJ, its id destroyed): EINVAL, seen under a flood
+         * of abandoned connection requests. */
+        gfr_rdma_log("cannot accept a connection: %s%s", strerror(-err),
+                     err == -EINVAL ? " (the peer may have withdrawn its request)" : "");
         rdma_reject(conn->id, NULL, 0);
         conn_abort(conn, err);
     }

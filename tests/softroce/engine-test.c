@@ -4,7 +4,11 @@
  *
  *   engine-test server ADDR PORT [-c CONNS] [-o key=value]...
  *       accepts CONNS connections (default 1), echoes every message back
- *       with its bytes inverted, exits 0 once all have disconnected in order
+ *       with its bytes inverted, exits 0 once all have disconnected in order.
+ *       With -c 0 it serves any number of connections until SIGTERM, then
+ *       prints how they ended (orderly, protocol violation, I/O error,
+ *       other) and exits 0 when each ended exactly once, none is left and
+ *       the process holds no QP (hostile peers: t-engine-hostile.sh)
  *   engine-test client ADDR PORT BINDADDR [-c CONNS] [-n COUNT] [-b BURST]
  *                      [-s MAXSIZE] [-o key=value]...
  *       opens CONNS connections at once; on each, sends COUNT messages of
@@ -35,6 +39,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +69,7 @@ static struct {
     unsigned accepted;
     unsigned disconnected;
     char first_peer[INET6_ADDRSTRLEN + 8]; /* server: where connection 0 came from */
-    struct peer peers[1024];
+    struct peer peers[4096];
 } st = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER,
@@ -218,7 +223,6 @@ reply_ok(const struct gfr_rdma_rx *rx, const struct rr_slot *slot)
 
 static struct rr_slot *rr_slots; /* client, request/reply: by xid */
 
-static int own_resources(const char *type);
 static int probe_qps; /* cycles: count our QPs once connected */
 static int in_cycles; /* cycles: say less */
 static int qps_seen;
@@ -346,6 +350,51 @@ die(const char *what)
     return 1;
 }
 
+static int own_resources(const char *type);
+
+/* -c 0: waits for SIGTERM or SIGINT (blocked in every thread since main
+ * started), then reports how each connection ended. */
+static int
+serve_until_stopped(void)
+{
+    sigset_t stop;
+    int sig;
+    unsigned ended[4] = {0}; /* orderly, -EPROTO, -EIO, other */
+    unsigned open = 0, twice = 0;
+    unsigned long echoed = 0;
+    int qps = -1;
+
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigwait(&stop, &sig);
+    pthread_mutex_lock(&st.lock);
+    for (unsigned i = 0; i < st.accepted; i++) {
+        const struct peer *p = &st.peers[i];
+
+        echoed += p->received;
+        if (p->disconnected == 0)
+            open++;
+        else if (p->disconnected > 1)
+            twice++;
+        else
+            ended[p->reason == 0 ? 0 : p->reason == -EPROTO ? 1 : p->reason == -EIO ? 2 : 3]++;
+    }
+    pthread_mutex_unlock(&st.lock);
+    /* Released connections give their QPs back on the engine's threads. */
+    for (int i = 0; i < 50 && qps != 0; i++) {
+        qps = own_resources("qp");
+        if (qps != 0)
+            usleep(100000);
+    }
+    printf("engine-test: server: stopped after %u connections, echoed %lu messages; "
+           "ended: %u orderly, %u protocol violations, %u I/O errors, %u other; "
+           "%u still open, %u reported twice; this process holds %d QPs "
+           "(rdma resource show)\n",
+           st.accepted, echoed, ended[0], ended[1], ended[2], ended[3], open, twice, qps);
+    return open == 0 && twice == 0 && qps == 0 ? 0 : 1;
+}
+
 static int
 run_server(struct gfr_rdma *engine, const char *addr, const char *port,
            unsigned conns)
@@ -372,6 +421,8 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     /* The bound port, also when PORT was 0. */
     printf("engine-test: server: listening on %s\n", where);
     fflush(stdout);
+    if (conns == 0)
+        return serve_until_stopped();
     pthread_mutex_lock(&st.lock);
     err = WAIT_FOR(st.disconnected >= conns);
     for (unsigned i = 0; i < st.accepted; i++) {
@@ -706,9 +757,19 @@ main(int argc, char **argv)
                        "BIND [-c CONNS] [-n N] [-b B] [-s MAX] [-r] [-o k=v]");
         }
     }
-    if (argc - optind < 3 || burst == 0 || conns == 0 || conns > 1024)
+    if (argc - optind < 3 || burst == 0 || conns > 1024 ||
+        (conns == 0 && strcmp(argv[optind], "server") != 0))
         return die("usage: engine-test server ADDR PORT | client ADDR PORT BIND "
                    "[-c CONNS] [-n N] [-b B] [-o k=v]");
+    if (conns == 0) {
+        sigset_t stop;
+
+        /* Before any thread starts, so that only sigwait takes them. */
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    }
     gfr_pool_opts_init(&pool_opts);
     pool_opts.name = "et-pool";
     if (gfr_pool_create(&pool_opts, &pool) != 0)

@@ -1,0 +1,172 @@
+#!/bin/bash
+# A hostile peer (hostile-peer.c, raw verbs) breaks the protocol in each way
+# docs/wire-protocol.md guards against, one connection per violation, while
+# honest engine-test clients keep running against the same two servers (an
+# echo server and a request/reply one).  Each violating connection must be
+# torn down with its reason in the server's log; the honest clients must
+# verify every byte; at the end each server has ended every connection
+# exactly once and holds no QP.  The servers are the ASan+UBSan build's
+# engine-test when GFR_BUILDDIR-asan has one (scripts/check builds it), with
+# LeakSanitizer on: any sanitizer report fails the test.
+set -u
+. "$(dirname "$0")/fabric-lib.sh"
+here=${GFR_BUILDDIR:?}/tests/softroce
+server_prog=$here/engine-test
+if [ -x "$GFR_BUILDDIR-asan/tests/softroce/engine-test" ]; then
+	server_prog=$GFR_BUILDDIR-asan/tests/softroce/engine-test
+	echo "t-engine-hostile: servers built with the sanitizers ($server_prog)"
+else
+	echo "t-engine-hostile: no sanitizer build next to $GFR_BUILDDIR; plain servers"
+fi
+dir=$(mktemp -d)
+trap 'touch "$dir/stop"; kill -9 $echo_srv $rr_srv $honest 2>/dev/null; rm -rf "$dir"' EXIT
+echo_port=20110
+rr_port=20111
+
+"$server_prog" server "$GFR_SERVER_ADDR" $echo_port -c 0 >"$dir/echo" 2>&1 &
+echo_srv=$!
+"$server_prog" server "$GFR_SERVER_ADDR" $rr_port -c 0 -r >"$dir/rr" 2>&1 &
+rr_srv=$!
+wait_for_output "$dir/echo" listening 60 || { cat "$dir/echo"; exit 1; }
+wait_for_output "$dir/rr" listening 60 || { cat "$dir/rr"; exit 1; }
+
+# Honest clients, one after the other, until the hostile cases are done
+# (paused while $dir/pause exists; see flood).  Each verified run adds a
+# line to $dir/runs.
+(
+	runs=0
+	while [ ! -e "$dir/stop" ]; do
+		if [ -e "$dir/pause" ]; then
+			touch "$dir/paused"
+			sleep 0.2
+			continue
+		fi
+		if "$here/engine-test" client "$GFR_SERVER_ADDR" $echo_port "$GFR_CLIENT_ADDR" \
+			-c 4 -n 200 -b 8 -s 262144 >>"$dir/honest" 2>&1 &&
+			"$here/engine-test" client "$GFR_SERVER_ADDR" $rr_port "$GFR_CLIENT_ADDR" \
+				-r -n 100 -b 4 -s 131072 >>"$dir/honest" 2>&1; then
+			echo ok >>"$dir/runs"
+		else
+			echo "honest run $runs failed" >>"$dir/honest-failed"
+		fi
+		runs=$((runs + 1))
+	done
+	echo "t-engine-hostile: $runs honest runs (4 echo connections and 1 request/reply each)" >>"$dir/honest"
+) &
+honest=$!
+
+failed=0
+# hostile CASE PORT LOG-PATTERN: runs one violation; the server's log must
+# gain a line matching the pattern.  GFR_HOSTILE_CASES="CASE..." runs only
+# those.
+hostile() {
+	local case=$1 port=$2 pattern=$3 log=$dir/echo before i rc
+	[ -z "${GFR_HOSTILE_CASES:-}" ] || [[ " $GFR_HOSTILE_CASES " == *" $case "* ]] || return 0
+	[ "$port" = $rr_port ] && log=$dir/rr
+	before=$(grep -c -E -- "$pattern" "$log")
+	timeout 120 "$here/hostile-peer" "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$case"
+	rc=$?
+	if [ "$rc" != 0 ]; then
+		echo "t-engine-hostile: FAILED: $case (hostile-peer exit $rc)"
+		failed=$((failed + 1))
+		return
+	fi
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c -E -- "$pattern" "$log")" -gt "$before" ] && break
+		sleep 0.1
+	done
+	if [ "$i" = 100 ]; then
+		echo "t-engine-hostile: FAILED: $case: the server logged no '$pattern'"
+		failed=$((failed + 1))
+		return
+	fi
+	echo "t-engine-hostile: $case: server log: $(grep -E -- "$pattern" "$log" | tail -n 1)"
+}
+
+violation='peer broke the protocol'
+hostile oversize $echo_port 'a receive work request failed'
+hostile bad-rkey $echo_port 'an RDMA READ/WRITE work request failed'
+hostile bad-offset $echo_port 'an RDMA READ/WRITE work request failed'
+hostile bad-length $echo_port 'an RDMA READ/WRITE work request failed'
+hostile bad-write-rkey $rr_port 'an RDMA READ/WRITE work request failed'
+hostile too-many-segments $echo_port "$violation \(more segments than negotiated\)"
+hostile read-len-mismatch $echo_port "$violation \(read segments do not add up to read_len\)"
+hostile too-large $echo_port "$violation \(message larger than negotiated\)"
+hostile credit-overflow $echo_port "$violation \(peer sent without a credit, or granted more"
+hostile credit-overrun $echo_port "$violation \(peer sent without a credit, or granted more"
+hostile unknown-type $echo_port "$violation \(unknown message type\)"
+hostile bad-version $echo_port "$violation \(unknown protocol version\)"
+hostile truncated $echo_port "$violation \(message shorter than the header\)"
+hostile short-payload $echo_port "$violation \(length does not match the header\)"
+hostile stray-done $echo_port "$violation \(DONE or ERROR for a message that offered no read list\)"
+hostile stray-reply $echo_port "$violation \(reply claims more written bytes"
+hostile pdata-none $echo_port 'rejecting a connection request: peer is not a glusterfs-rdma peer'
+hostile pdata-version $echo_port 'rejecting a connection request: peer speaks another'
+hostile pdata-magic $echo_port 'rejecting a connection request: peer is not a glusterfs-rdma peer'
+hostile pdata-credits $echo_port 'rejecting a connection request: peer.s connection parameters out of range'
+hostile early $echo_port 'connection rejected by the peer|connecting failed'
+
+# A flood of connection requests can take every connection the server has
+# room for (refused beyond that, with the reason logged): new honest
+# connections pause meanwhile, but one connected before the flood must go on
+# being served through it, and new ones must succeed again afterwards.
+flood() {
+	local runs_before long rc i
+	[ -z "${GFR_HOSTILE_CASES:-}" ] || [[ " $GFR_HOSTILE_CASES " == *" flood "* ]] || return 0
+	touch "$dir/pause"
+	for ((i = 0; i < 600; i++)); do
+		[ -e "$dir/paused" ] && break
+		sleep 0.1
+	done
+	"$here/engine-test" client "$GFR_SERVER_ADDR" $echo_port "$GFR_CLIENT_ADDR" \
+		-c 2 -n 3000 -b 8 -s 65536 >"$dir/long" 2>&1 &
+	long=$!
+	sleep 2
+	hostile flood $echo_port 'connection|disconnecting'
+	wait $long
+	rc=$?
+	grep '^engine-test: client: [0-9]' "$dir/long"
+	if [ "$rc" != 0 ]; then
+		cat "$dir/long"
+		echo "t-engine-hostile: FAILED: a connection made before the flood was not served through it"
+		failed=$((failed + 1))
+	fi
+	runs_before=$(wc -l <"$dir/runs" 2>/dev/null || echo 0)
+	rm -f "$dir/pause" "$dir/paused"
+	for ((i = 0; i < 1200; i++)); do
+		[ "$(wc -l <"$dir/runs" 2>/dev/null || echo 0)" -gt "$runs_before" ] && break
+		sleep 0.1
+	done
+	if [ "$i" = 1200 ]; then
+		echo "t-engine-hostile: FAILED: no honest run completed after the flood"
+		failed=$((failed + 1))
+	else
+		echo "t-engine-hostile: flood: an honest run completed after it"
+	fi
+}
+flood
+
+touch "$dir/stop"
+wait "$honest"
+cat "$dir/honest" | grep -v '^engine-test: client: [0-9]* connections' | tail -n 20
+grep '^engine-test: client: ' "$dir/honest" | tail -n 2
+if [ -e "$dir/honest-failed" ]; then
+	cat "$dir/honest-failed"
+	echo "t-engine-hostile: an honest client failed while the hostile peer ran"
+	failed=$((failed + 1))
+fi
+kill -TERM $echo_srv $rr_srv
+wait $echo_srv || { echo "t-engine-hostile: the echo server exited $?"; failed=$((failed + 1)); }
+wait $rr_srv || { echo "t-engine-hostile: the request/reply server exited $?"; failed=$((failed + 1)); }
+for log in "$dir/echo" "$dir/rr"; do
+	echo "t-engine-hostile: what $log logged, by count:"
+	grep 'gfr-rdma: ' "$log" | sed 's/^.*gfr-rdma: //; s/[0-9][0-9]*/N/g' | sort | uniq -c
+	grep -E '^engine-test: server: stopped' "$log" || { cat "$log"; failed=$((failed + 1)); }
+	if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$log"; then
+		cat "$log"
+		echo "t-engine-hostile: a sanitizer report in $log"
+		failed=$((failed + 1))
+	fi
+done
+echo "t-engine-hostile: $failed failure(s)"
+[ "$failed" = 0 ]
