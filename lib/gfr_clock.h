@@ -18,4 +18,11 @@ gfr_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The gfr_now_ns time ms milliseconds from now. */
+static inline uint64_t
+gfr_deadline_ns(uint64_t ms)
+{
+    return gfr_now_ns() + ms * 1000000u;
+}
+
 #endif /* GFR_CLOCK_H */

@@ -41,7 +41,8 @@ struct gfr_rdma_opts {
     uint32_t max_msg;         /* largest message, inline and bulk */
     uint32_t segment_size;    /* largest single RDMA READ/WRITE */
     uint32_t rdma_depth;      /* RDMA READs/WRITEs in flight per transfer */
-    uint32_t connect_timeout_ms; /* address and route resolution, each */
+    uint32_t connect_timeout_ms; /* address, route, CM connect, disconnect */
+    uint32_t keepalive_ms;    /* a probe per connection this often, 0: none */
     uint8_t qp_timeout;       /* local ACK timeout: 4.096 us * 2^n */
     uint8_t retry_count;      /* 0-7 */
     uint8_t rnr_retry;        /* 0-7; 7 = retry forever */

@@ -17,6 +17,7 @@
 
 #include <urcu/uatomic.h>
 
+#include "gfr_clock.h"
 #include "rdma-internal.h"
 
 #include <netinet/in.h>
@@ -82,11 +83,12 @@ gfr_rdma_conn_new(struct gfr_rdma *engine)
     return conn;
 }
 
-/* Receives, SENDs, the READs and WRITEs of transfers, the drain. */
+/* Receives, SENDs, the READs and WRITEs of transfers, the drain, the
+ * keepalive. */
 static int
 cq_entries(const struct gfr_rdma_conn *conn)
 {
-    return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth + 1);
+    return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth + 2);
 }
 
 /* Posts receive buffer i.  Caller: the CM thread before connecting, or the
@@ -156,7 +158,7 @@ setup_send_side(struct gfr_rdma_conn *conn)
     conn->send_buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
     conn->send_wr = calloc(conn->nsend, sizeof(*conn->send_wr));
     conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
-    conn->sq_size = conn->nsend + conn->engine->opts.rdma_depth + 1;
+    conn->sq_size = conn->nsend + conn->engine->opts.rdma_depth + 2;
     conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
     if (!conn->send_buf || !conn->send_wr || !conn->free_slots || !conn->sq_ring)
         return -ENOMEM;
@@ -167,6 +169,7 @@ setup_send_side(struct gfr_rdma_conn *conn)
         return -ENOMEM;
     }
     conn->drain_wr = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_DRAIN};
+    conn->keepalive_wr = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_KEEPALIVE};
     for (uint32_t i = 0; i < conn->nsend; i++) {
         conn->send_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
                                                 .kind = GFR_WR_SEND};
@@ -211,7 +214,7 @@ create_qp(struct gfr_rdma_conn *conn)
     attr.recv_cq = conn->poller->cq;
     attr.srq = conn->dev->srq ? conn->dev->srq->srq : NULL;
     attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, the drain */
+    attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, drain, keepalive */
     attr.cap.max_recv_wr = attr.srq ? 0 : conn->nrecv;
     attr.cap.max_send_sge = 1;
     attr.cap.max_recv_sge = 1;
@@ -406,10 +409,72 @@ flush_qp(struct gfr_rdma_conn *conn)
     gfr_rdma_sq_push_locked(conn, &conn->drain_wr);
 }
 
+/* How long the adapter retries a work request before it fails it:
+ * 4.096 us x 2^qp-timeout per try, retry-count retries. */
+static uint64_t
+retry_bound_ns(const struct gfr_rdma_opts *opts)
+{
+    return (4096ull << opts->qp_timeout) * (opts->retry_count + 1u);
+}
+
+/*
+ * Probes the peer with a zero-length RDMA WRITE: its adapter acknowledges
+ * it without its CPU, and it needs no rkey (IBTA C9-88) and no credit.  A
+ * peer that is gone turns it into a retry-exceeded error after qp-timeout
+ * and retry-count, so a connection whose peer vanished without a word (a
+ * link down, a lost DREQ) ends instead of waiting for messages forever.
+ * One at a time per connection; a probe still unanswered after twice the
+ * adapter's retry time (and at least keepalive-ms) means the adapter
+ * itself is stuck (seen on rxe after a link flap), and ends the
+ * connection too.  CM thread (the keepalive timer), which is also the one
+ * that frees connections; takes conn->lock.
+ */
+void
+gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
+{
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->keepalive_wr,
+                             .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr *bad;
+    const struct gfr_rdma_opts *opts = &conn->engine->opts;
+    uint64_t now = gfr_now_ns();
+    uint64_t patience = 2 * retry_bound_ns(opts);
+    int err;
+
+    if (patience < opts->keepalive_ms * 1000000ull)
+        patience = opts->keepalive_ms * 1000000ull;
+    pthread_mutex_lock(&conn->lock);
+    if (conn->state == GFR_CONN_ESTABLISHED && conn->keepalive_posted &&
+        now - conn->keepalive_posted_ns > patience) {
+        gfr_rdma_log("a keepalive went unanswered for %llu ms; disconnecting",
+                     (unsigned long long)((now - conn->keepalive_posted_ns) / 1000000));
+        gfr_rdma_conn_fail_locked(conn, -ETIMEDOUT);
+    }
+    if (conn->state == GFR_CONN_ESTABLISHED && conn->qp && !conn->keepalive_posted) {
+        gfr_rdma_conn_get(conn);
+        err = ibv_post_send(conn->qp, &wr, &bad);
+        if (err) {
+            gfr_rdma_log("posting a keepalive: %s; disconnecting", strerror(err));
+            gfr_rdma_conn_put(conn);
+            gfr_rdma_conn_fail_locked(conn, -err);
+        } else {
+            conn->keepalive_posted = 1;
+            conn->keepalive_posted_ns = now;
+            gfr_rdma_sq_push_locked(conn, &conn->keepalive_wr);
+        }
+    }
+    pthread_mutex_unlock(&conn->lock);
+}
+
 /*
  * Ends the connection with reason (0: orderly).  The first reason sticks;
  * the disconnected callback comes from the CM thread once everything has
  * flushed.  Caller holds conn->lock (finalize clears id and qp under it).
+ *
+ * The deadline bounds the CM's part whatever stage the connection was in:
+ * an unanswered DREQ, or a handshake the peer never finishes after a
+ * failure that came before ESTABLISHED (on_established sends the DREQ if
+ * ESTABLISHED does come).
  */
 void
 gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
@@ -417,6 +482,8 @@ gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
     if (conn->state != GFR_CONN_DISCONNECTING) {
         conn->state = GFR_CONN_DISCONNECTING;
         conn->reason = reason;
+        uatomic_set(&conn->disconnect_deadline_ns,
+                    gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));
         if (conn->id && conn->was_connected)
             rdma_disconnect(conn->id);
         flush_qp(conn);

@@ -3,9 +3,13 @@
  * Per device (ibv_context): one PD and `pollers` poller threads, each with
  * its own completion channel and CQ shared by the connections assigned to
  * it (the least loaded one at connect time).  Devices are created on first
- * use and live until the engine is destroyed.
+ * use and live until the engine is destroyed, or until the kernel removes
+ * them (rdma link delete, a hot-unplugged HCA): then they move to the
+ * engine's removed list and are freed as soon as no connection uses them,
+ * because the kernel finishes the removal only once every process has
+ * closed the device (rxe cannot take resources away from a process).
  *
- * Locking: the device list and cq_reserved under engine->lock; a poller
+ * Locking: the device lists and cq_reserved under engine->lock; a poller
  * thread is the only one that polls its CQ.
  */
 #define _GNU_SOURCE
@@ -288,10 +292,13 @@ gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
     int err = 0;
 
     pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(pos, &engine->removed, link)
+        if (pos->verbs == verbs)
+            err = -ENODEV; /* a request that raced the removal */
     cds_list_for_each_entry(pos, &engine->devices, link)
         if (pos->verbs == verbs)
             dev = pos;
-    if (!dev) {
+    if (!dev && !err) {
         err = dev_create(engine, verbs, &dev);
         if (!err)
             cds_list_add_tail(&dev->link, &engine->devices);
@@ -327,9 +334,77 @@ gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries)
     pthread_mutex_unlock(&poller->dev->engine->lock);
 }
 
+/*
+ * The kernel is removing the device under verbs (a DEVICE_REMOVAL event):
+ * no new connection gets it.  CM thread; takes engine->lock.
+ */
+void
+gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs)
+{
+    struct gfr_rdma_dev *dev;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(dev, &engine->devices, link) {
+        if (dev->verbs == verbs) {
+            cds_list_del(&dev->link);
+            cds_list_add_tail(&dev->link, &engine->removed);
+            gfr_rdma_log("%s: the device is being removed; its connections end and "
+                         "its resources are freed once they have",
+                         ibv_get_device_name(verbs->device));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&engine->lock);
+}
+
+static int
+dev_in_use(const struct gfr_rdma_dev *dev)
+{
+    for (unsigned i = 0; i < dev->npollers; i++)
+        if (dev->pollers[i].cq_reserved)
+            return 1;
+    return 0;
+}
+
+/*
+ * Frees the removed devices no connection uses any more (connections
+ * release their share of a CQ when they are finalized), then has
+ * librdmacm close its handle on them: it does so only when it next looks
+ * at the device list, and the kernel waits for that close.  librdmacm
+ * cannot look when no device is left at all; the handle then stays open
+ * until the process exits.  CM thread, after reaping.
+ */
+void
+gfr_rdma_dev_free_removed(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_dev *dev;
+    struct gfr_rdma_dev *tmp;
+    struct ibv_context **list;
+    int freed = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry_safe(dev, tmp, &engine->removed, link) {
+        if (dev_in_use(dev))
+            continue;
+        cds_list_del(&dev->link);
+        pthread_mutex_unlock(&engine->lock);
+        gfr_rdma_log("%s: removed device released",
+                     ibv_get_device_name(dev->verbs->device));
+        dev_free(dev);
+        freed = 1;
+        pthread_mutex_lock(&engine->lock);
+        tmp = cds_list_entry(engine->removed.next, struct gfr_rdma_dev, link);
+    }
+    pthread_mutex_unlock(&engine->lock);
+    if (freed && (list = rdma_get_devices(NULL)) != NULL)
+        rdma_free_devices(list);
+}
+
 void
 gfr_rdma_dev_destroy_all(struct gfr_rdma *engine)
 {
+    cds_list_splice(&engine->removed, &engine->devices);
+    CDS_INIT_LIST_HEAD(&engine->removed);
     while (!cds_list_empty(&engine->devices)) {
         struct gfr_rdma_dev *dev = cds_list_first_entry(&engine->devices,
                                                         struct gfr_rdma_dev, link);

@@ -15,6 +15,8 @@
 #include <urcu/uatomic.h>
 #include <urcu/urcu-memb.h>
 
+#include "gfr_addr.h"
+#include "gfr_clock.h"
 #include "rdma-internal.h"
 
 static void
@@ -112,6 +114,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     conn->id->context = conn;
     conn->is_server = 1;
     conn->state = GFR_CONN_CONNECTING;
+    conn->connect_deadline_ns = gfr_deadline_ns(engine->opts.connect_timeout_ms);
     err = listener->accept(listener, conn, listener->cb_arg, &conn->ops, &conn->cb_arg);
     if (!err && (!conn->ops || !conn->ops->received || !conn->ops->disconnected))
         err = -EINVAL;
@@ -149,24 +152,34 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     enum gfr_cm_reject_reason why;
     int usable;
 
-    conn->was_connected = 1;
     if (!conn->is_server) {
         if (gfr_cm_decode(event->param.conn.private_data,
                           event->param.conn.private_data_len, &peer, &why) != 0) {
             gfr_rdma_log("dropping a connection the peer accepted: %s",
                          gfr_cm_reject_str(why));
-            gfr_rdma_conn_fail(conn, -EPROTO);
+            pthread_mutex_lock(&conn->lock);
+            conn->was_connected = 1;
+            gfr_rdma_conn_fail_locked(conn, -EPROTO);
+            pthread_mutex_unlock(&conn->lock);
             return;
         }
         gfr_rdma_conn_negotiate(conn, &peer);
     }
     pthread_mutex_lock(&conn->lock);
+    conn->was_connected = 1;
     usable = conn->state == GFR_CONN_CONNECTING;
     if (usable)
         conn->state = GFR_CONN_ESTABLISHED;
+    else if (conn->id)
+        /* It failed before the CM reported it (a server can receive, and
+         * fail, as soon as it has accepted): the peer believes it is
+         * connected and has to be told now.  Its deadline is running. */
+        rdma_disconnect(conn->id);
     pthread_mutex_unlock(&conn->lock);
     if (!usable)
-        return; /* failed meanwhile: disconnected follows */
+        return; /* disconnected follows */
+    if (engine->opts.keepalive_ms)
+        conn->keepalive_next_ns = gfr_deadline_ns(engine->opts.keepalive_ms);
     if (conn->ops->connected)
         conn->ops->connected(conn, conn->cb_arg);
     /* Grants that piled up before ESTABLISHED. */
@@ -193,6 +206,7 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         if (!err) {
             fill_conn_param(conn, &param, private_data);
             conn->state = GFR_CONN_CONNECTING;
+            conn->connect_deadline_ns = gfr_deadline_ns(engine->opts.connect_timeout_ms);
             if (rdma_connect(conn->id, &param) != 0)
                 err = -errno;
         }
@@ -224,6 +238,12 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         gfr_rdma_conn_cm_done(conn);
         break;
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        /* The last event of this id: the kernel is destroying it. */
+        gfr_rdma_log("%s: disconnecting", rdma_event_str(event->event));
+        gfr_rdma_dev_removed(engine, event->id->verbs);
+        gfr_rdma_conn_fail(conn, -ENODEV);
+        gfr_rdma_conn_cm_done(conn);
+        break;
     case RDMA_CM_EVENT_ADDR_CHANGE:
         gfr_rdma_log("%s: disconnecting", rdma_event_str(event->event));
         gfr_rdma_conn_fail(conn, -ENODEV);
@@ -233,6 +253,87 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
     default:
         break; /* TIMEWAIT_EXIT and the like */
     }
+}
+
+static void
+log_listener(const struct gfr_rdma_listener *listener, const char *what)
+{
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
+
+    gfr_addr_host_port((const struct sockaddr *)&listener->addr, host, &port);
+    gfr_rdma_log("listener on %s port %u: %s", host, port, what);
+}
+
+/* Binds and listens on listener->addr: 0 or -errno.  The CM path of the
+ * verbs libraries sets errno. */
+static int
+listener_open(struct gfr_rdma *engine, struct gfr_rdma_listener *listener,
+              struct rdma_cm_id **idp)
+{
+    struct rdma_cm_id *id = NULL;
+    int err;
+
+    if (rdma_create_id(engine->channel, &id, listener, RDMA_PS_TCP) != 0)
+        return -errno;
+    if (rdma_bind_addr(id, (struct sockaddr *)&listener->addr) != 0 ||
+        rdma_listen(id, listener->backlog) != 0) {
+        err = -errno;
+        rdma_destroy_id(id);
+        return err;
+    }
+    *idp = id;
+    return 0;
+}
+
+/*
+ * The device the listener's address is on is going away: give the id
+ * back (the kernel waits for it) and listen again once a device has the
+ * address (relisten).  A listener on a wildcard address spans every
+ * device and never sees this.  CM thread.
+ */
+static void
+on_listener_device_removal(struct gfr_rdma *engine, struct gfr_rdma_listener *listener,
+                           struct ibv_context *verbs)
+{
+    struct rdma_cm_id *id;
+
+    gfr_rdma_dev_removed(engine, verbs);
+    pthread_mutex_lock(&engine->lock);
+    id = listener->id;
+    listener->id = NULL;
+    listener->relisten_ns = gfr_deadline_ns(1000);
+    pthread_mutex_unlock(&engine->lock);
+    rdma_destroy_id(id);
+    log_listener(listener, "its device was removed; listening again once the "
+                 "address has a device");
+}
+
+/* Listeners whose device went away try to listen again every second.
+ * CM thread; holds engine->lock over the attempts (a few system calls
+ * each, and only while a device is missing). */
+static void
+relisten(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_listener *listener;
+    uint64_t now = gfr_now_ns();
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(listener, &engine->listeners, link) {
+        struct rdma_cm_id *id;
+        int err;
+
+        if (listener->id || now < listener->relisten_ns)
+            continue;
+        err = listener_open(engine, listener, &id);
+        if (err) {
+            listener->relisten_ns = gfr_deadline_ns(1000);
+            continue;
+        }
+        listener->id = id;
+        log_listener(listener, "listening again");
+    }
+    pthread_mutex_unlock(&engine->lock);
 }
 
 static void
@@ -265,11 +366,108 @@ handle_cm_event(struct gfr_rdma *engine)
         return;
     if (*(enum gfr_cm_ctx_kind *)copy.id->context == GFR_CM_CTX_LISTENER) {
         if (copy.event == RDMA_CM_EVENT_DEVICE_REMOVAL)
-            gfr_rdma_log("the device under a listener was removed; it accepts "
-                         "no more connections");
+            on_listener_device_removal(engine, copy.id->context, copy.id->verbs);
         return;
     }
     on_conn_event(engine, &copy);
+}
+
+/*
+ * The connection timers, checked by the CM thread every 100 ms.  Each
+ * kind has a test, run under engine->lock (it may re-arm the timer), and
+ * an action, run without it: actions take conn->lock, which is never
+ * taken under engine->lock.  The CM thread is the only one that frees
+ * connections, so a batch stays valid once engine->lock is dropped.
+ */
+struct conn_timer {
+    int (*due)(struct gfr_rdma_conn *conn, uint64_t now);
+    void (*fire)(struct gfr_rdma_conn *conn);
+};
+
+/* A handshake longer than connect-timeout-ms: a peer that went away or
+ * never sends its RTU (half-open connections hold CQ room). */
+static int
+handshake_due(struct gfr_rdma_conn *conn, uint64_t now)
+{
+    return conn->state == GFR_CONN_CONNECTING && !conn->was_connected &&
+           now > conn->connect_deadline_ns;
+}
+
+static void
+handshake_fire(struct gfr_rdma_conn *conn)
+{
+    gfr_rdma_log("the connection handshake took longer than connect-timeout-ms "
+                 "(%u ms): giving up", conn->engine->opts.connect_timeout_ms);
+    conn_abort(conn, -ETIMEDOUT);
+}
+
+/* A disconnect the peer's CM has not answered within connect-timeout-ms:
+ * the CM would retry its DREQ for a minute and more before reporting
+ * DISCONNECTED.  Destroying the id (at finalisation) ends it. */
+static int
+disconnect_due(struct gfr_rdma_conn *conn, uint64_t now)
+{
+    uint64_t deadline = uatomic_read(&conn->disconnect_deadline_ns);
+
+    return deadline && now > deadline && !uatomic_read(&conn->cm_done);
+}
+
+static void
+disconnect_fire(struct gfr_rdma_conn *conn)
+{
+    if (conn->was_connected)
+        gfr_rdma_log("the peer did not answer the disconnect within connect-timeout-ms "
+                     "(%u ms): closing the connection without it",
+                     conn->engine->opts.connect_timeout_ms);
+    else
+        gfr_rdma_log("the connection failed during its handshake and the handshake did "
+                     "not end within connect-timeout-ms (%u ms): closing it",
+                     conn->engine->opts.connect_timeout_ms);
+    gfr_rdma_conn_cm_done(conn);
+}
+
+static int
+keepalive_due(struct gfr_rdma_conn *conn, uint64_t now)
+{
+    if (!conn->keepalive_next_ns || now < conn->keepalive_next_ns)
+        return 0;
+    conn->keepalive_next_ns = gfr_deadline_ns(conn->engine->opts.keepalive_ms);
+    return 1;
+}
+
+static const struct conn_timer conn_timers[] = {
+    {handshake_due, handshake_fire},
+    {disconnect_due, disconnect_fire},
+    {keepalive_due, gfr_rdma_conn_keepalive},
+};
+
+static void
+run_timers(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_conn *batch[32];
+    const unsigned max = sizeof(batch) / sizeof(batch[0]);
+
+    for (size_t t = 0; t < sizeof(conn_timers) / sizeof(conn_timers[0]); t++) {
+        const struct conn_timer *timer = &conn_timers[t];
+        unsigned n;
+
+        do {
+            uint64_t now = gfr_now_ns();
+            struct gfr_rdma_conn *conn;
+
+            n = 0;
+            pthread_mutex_lock(&engine->lock);
+            cds_list_for_each_entry(conn, &engine->conns, link) {
+                if (timer->due(conn, now))
+                    batch[n++] = conn;
+                if (n == max)
+                    break;
+            }
+            pthread_mutex_unlock(&engine->lock);
+            for (unsigned i = 0; i < n; i++)
+                timer->fire(batch[i]);
+        } while (n == max);
+    }
 }
 
 /* Engine destruction, on the CM thread (the only one that frees
@@ -311,7 +509,8 @@ close_listeners(struct gfr_rdma *engine)
         listener = cds_list_first_entry(&engine->closing, struct gfr_rdma_listener, link);
         cds_list_del_init(&listener->link);
         pthread_mutex_unlock(&engine->lock);
-        rdma_destroy_id(listener->id);
+        if (listener->id)
+            rdma_destroy_id(listener->id);
         pthread_mutex_lock(&engine->lock);
         listener->closed = 1;
     }
@@ -330,8 +529,10 @@ cm_main(void *arg)
     while (!uatomic_read(&engine->stopping)) {
         if (uatomic_read(&engine->destroying) && disconnect_all(engine) == 0)
             break;
-        if (poll(pfds, 2, 100) <= 0)
-            continue;
+        /* Also every 100 ms without events: handshakes expire and
+         * listeners come back on their own. */
+        if (poll(pfds, 2, 100) < 0)
+            pfds[0].revents = pfds[1].revents = 0;
         if (pfds[0].revents & POLLIN)
             handle_cm_event(engine);
         if (pfds[1].revents & POLLIN) {
@@ -341,6 +542,9 @@ cm_main(void *arg)
         }
         close_listeners(engine);
         reap_all(engine);
+        run_timers(engine);
+        gfr_rdma_dev_free_removed(engine);
+        relisten(engine);
     }
     urcu_memb_unregister_thread();
     return NULL;
@@ -371,6 +575,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     engine->pool = opts->dispatch == GFR_DISPATCH_POOL ? pool : NULL;
     pthread_mutex_init(&engine->lock, NULL);
     CDS_INIT_LIST_HEAD(&engine->devices);
+    CDS_INIT_LIST_HEAD(&engine->removed);
     CDS_INIT_LIST_HEAD(&engine->conns);
     CDS_INIT_LIST_HEAD(&engine->listeners);
     CDS_INIT_LIST_HEAD(&engine->closing);
@@ -406,10 +611,16 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
                 struct gfr_rdma_listener **listenerp)
 {
     struct gfr_rdma_listener *listener;
+    socklen_t len = sizeof(listener->addr);
     int err;
 
     if (!engine || !addr || !accept || !listenerp)
         return -EINVAL;
+    if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) {
+        gfr_rdma_log("cannot listen: address family %d is neither IPv4 nor IPv6",
+                     addr->sa_family);
+        return -EAFNOSUPPORT;
+    }
     listener = calloc(1, sizeof(*listener));
     if (!listener)
         return -ENOMEM;
@@ -417,16 +628,19 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     listener->engine = engine;
     listener->accept = accept;
     listener->cb_arg = cb_arg;
-    if (rdma_create_id(engine->channel, &listener->id, listener, RDMA_PS_TCP) != 0 ||
-        rdma_bind_addr(listener->id, (struct sockaddr *)addr) != 0 ||
-        rdma_listen(listener->id, backlog) != 0) {
-        err = -errno;
+    listener->backlog = backlog;
+    err = gfr_rdma_copy_addr(addr, (struct sockaddr *)&listener->addr, &len);
+    if (!err)
+        err = listener_open(engine, listener, &listener->id);
+    if (err) {
         gfr_rdma_log("cannot listen: %s", strerror(-err));
-        if (listener->id)
-            rdma_destroy_id(listener->id);
         free(listener);
         return err;
     }
+    /* With the port the kernel chose, to listen on it again. */
+    len = sizeof(listener->addr);
+    gfr_rdma_copy_addr(rdma_get_local_addr(listener->id),
+                       (struct sockaddr *)&listener->addr, &len);
     pthread_mutex_lock(&engine->lock);
     cds_list_add_tail(&listener->link, &engine->listeners);
     pthread_mutex_unlock(&engine->lock);
@@ -447,7 +661,8 @@ gfr_rdma_listener_close(struct gfr_rdma_listener *listener)
         pthread_mutex_lock(&engine->lock);
         cds_list_del(&listener->link);
         pthread_mutex_unlock(&engine->lock);
-        rdma_destroy_id(listener->id);
+        if (listener->id)
+            rdma_destroy_id(listener->id);
         free(listener);
         return;
     }
@@ -469,7 +684,7 @@ gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr
 {
     if (!listener)
         return -EINVAL;
-    return gfr_rdma_copy_addr(rdma_get_local_addr(listener->id), addr, len);
+    return gfr_rdma_copy_addr((const struct sockaddr *)&listener->addr, addr, len);
 }
 
 int
@@ -525,7 +740,8 @@ gfr_rdma_destroy(struct gfr_rdma *engine)
         struct gfr_rdma_listener *l = cds_list_first_entry(&engine->listeners,
                                                            struct gfr_rdma_listener, link);
         cds_list_del(&l->link);
-        rdma_destroy_id(l->id);
+        if (l->id)
+            rdma_destroy_id(l->id);
         free(l);
     }
     gfr_rdma_conn_free_dead(engine);

@@ -46,6 +46,7 @@ enum gfr_wr_kind {
     GFR_WR_SEND,
     GFR_WR_RDMA,  /* a READ or WRITE of a transfer */
     GFR_WR_DRAIN, /* posted after the QP went to error: retires the rest */
+    GFR_WR_KEEPALIVE, /* a zero-length RDMA WRITE probing the peer */
 };
 
 struct gfr_rdma_offer;
@@ -272,11 +273,19 @@ struct gfr_rdma_conn {
     uint32_t sq_size, sq_head, sq_count;
     uint32_t unsignaled; /* SENDs since the last signaled one */
     struct gfr_rdma_wr drain_wr;
+    struct gfr_rdma_wr keepalive_wr;
+    int keepalive_posted;         /* under lock */
+    uint64_t keepalive_posted_ns; /* under lock */
+    uint64_t disconnect_deadline_ns; /* set (atomically) when it fails:
+                                      * the CM's part ends by then */
+    uint64_t keepalive_next_ns;   /* CM thread; 0 until established */
 
     unsigned long outstanding;
     int cm_done;      /* no CM event will come any more */
     int reason;       /* for disconnected */
-    int was_connected;
+    int was_connected; /* ESTABLISHED seen: written by the CM thread under
+                        * lock, read under lock or on the CM thread */
+    uint64_t connect_deadline_ns; /* CONNECTING longer than this: given up (CM thread) */
     int is_server;
     struct gfr_pool_client *pool_client; /* dispatch=pool */
     int finalized; /* verbs resources gone; under engine->lock */
@@ -298,7 +307,13 @@ struct gfr_rdma_delivery {
 struct gfr_rdma_listener {
     enum gfr_cm_ctx_kind kind;
     struct gfr_rdma *engine;
+    /* NULL while its device is gone: the CM thread, the only one that
+     * changes it, listens again on addr every second until a device
+     * takes the address. */
     struct rdma_cm_id *id;
+    struct sockaddr_storage addr; /* as bound, with its port */
+    int backlog;
+    uint64_t relisten_ns;         /* next attempt */
     gfr_rdma_accept_fn accept;
     void *cb_arg;
     struct cds_list_head link; /* engine->listeners, then engine->closing */
@@ -315,6 +330,7 @@ struct gfr_rdma {
     int destroying; /* the CM thread disconnects every connection */
     pthread_mutex_t lock;
     struct cds_list_head devices;
+    struct cds_list_head removed; /* devices the kernel is removing (rdma-device.c) */
     struct cds_list_head conns;
     struct cds_list_head listeners;
     struct cds_list_head closing; /* listeners the CM thread is to destroy */
@@ -328,6 +344,8 @@ int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
                      int cq_entries, struct gfr_rdma_dev **dev,
                      struct gfr_rdma_poller **poller);
 void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
+void gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs);
+void gfr_rdma_dev_free_removed(struct gfr_rdma *engine);
 void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
 
 /* rdma-srq.c: the device's shared receive queue */
@@ -351,6 +369,7 @@ int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
 void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);

@@ -48,6 +48,7 @@ static const struct opt_desc descs[] = {
     {"segment-size", OPT_SIZE, FIELD(segment_size), 4096, 1 << 30},
     {"rdma-depth", OPT_UINT, FIELD(rdma_depth), 1, 64},
     {"connect-timeout-ms", OPT_UINT, FIELD(connect_timeout_ms), 100, 600000},
+    {"keepalive-ms", OPT_UINT, FIELD(keepalive_ms), 0, 3600000},
     {"qp-timeout", OPT_UINT, FIELD(qp_timeout), 0, 31},
     {"retry-count", OPT_UINT, FIELD(retry_count), 0, 7},
     {"rnr-retry", OPT_UINT, FIELD(rnr_retry), 0, 7},
@@ -72,6 +73,7 @@ gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
     opts->segment_size = 1 << 20;
     opts->rdma_depth = 4;
     opts->connect_timeout_ms = 5000;
+    opts->keepalive_ms = 10000;
     opts->qp_timeout = 17;
     opts->retry_count = 7;
     opts->rnr_retry = 7;

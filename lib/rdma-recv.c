@@ -248,6 +248,7 @@ log_failed_wr(const struct gfr_rdma_wr *ctx, const struct ibv_wc *wc)
         gfr_rdma_log("%s work request failed: %s (vendor error %u); disconnecting",
                      ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
                      : ctx->kind == GFR_WR_DRAIN ? "the drain"
+                     : ctx->kind == GFR_WR_KEEPALIVE ? "a keepalive"
                      : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
                      ibv_wc_status_str(wc->status), wc->vendor_err);
 }
@@ -307,6 +308,7 @@ gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         break;
     case GFR_WR_SEND:
     case GFR_WR_DRAIN:
+    case GFR_WR_KEEPALIVE:
         gfr_rdma_send_complete(ctx, ok);
         break;
     default:

@@ -266,7 +266,7 @@ gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
     return 0;
 }
 
-/* A SEND (or the drain WR) completed (ok) or was flushed: its slot and
+/* A SEND (or the drain or a keepalive) completed (ok) or was flushed: its slot and
  * those of the unsignaled SENDs before it are free again, its offer part
  * released.  Poller thread. */
 void
@@ -282,6 +282,8 @@ gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
     retired = gfr_rdma_sq_retire_locked(conn, ctx);
     if (ctx->kind == GFR_WR_SEND)
         conn->free_slots[conn->nfree++] = ctx->slot;
+    else if (ctx->kind == GFR_WR_KEEPALIVE)
+        conn->keepalive_posted = 0;
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
     gfr_rdma_sq_put(conn, retired);

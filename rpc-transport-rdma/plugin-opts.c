@@ -78,7 +78,13 @@ volume_option_t options[] = {
      .description = "RDMA READs/WRITEs in flight per connection."},
     {.key = {"transport.rdma.connect-timeout-ms"}, .type = GF_OPTION_TYPE_INT,
      .min = 100, .max = 600000, .default_value = "5000",
-     .description = "Address and route resolution timeout, each."},
+     .description = "Address resolution, route resolution, the connection handshake and "
+                    "the disconnect handshake: timeout of each."},
+    {.key = {"transport.rdma.keepalive-ms"}, .type = GF_OPTION_TYPE_INT, .min = 0,
+     .max = 3600000, .default_value = "10000",
+     .description = "How often each connection probes its peer with a zero-length "
+                    "RDMA WRITE, so that a peer gone without a word is noticed "
+                    "(within qp-timeout and retry-count); 0: never."},
     {.key = {"transport.rdma.qp-timeout", "transport.rdma.attr-timeout"},
      .type = GF_OPTION_TYPE_INT, .min = 0, .max = 31, .default_value = "17",
      .description = "Local ACK timeout exponent: 4.096 us * 2^n."},

@@ -21,11 +21,14 @@
  *       that both see the same moments of a noisy machine: "result
  *       VOLNAME.read4k_turns_p50_us VALUE" lines (and p99) for each.
  *   gfapi-io io VOLFILE VOLNAME --seconds N [--max-op-seconds S]
- *       creat/pwrite/pread/compare/close a 4 KiB file in a loop while a test
- *       kills and restarts the brick; prints when errors begin and when I/O
- *       resumes, then "ok=N errors=N outages=N resumed=0|1".  Exit 0 if the
- *       last cycle worked, 2 if I/O had not resumed, 1 on a hang (a call
- *       longer than S seconds) or on wrong data.
+ *               [--io-kib K] [--stop-file FILE]
+ *       creat/pwrite/pread/compare/close a K KiB file (default 4; larger
+ *       ones move by RDMA READ/WRITE) in a loop while a test injects faults;
+ *       prints when errors begin and when I/O resumes, then
+ *       "ok=N errors=N outages=N resumed=0|1".  Stops after N seconds, or
+ *       earlier once FILE exists.  Exit 0 if the last cycle worked, 2 if
+ *       I/O had not resumed, 1 on a hang (a call longer than S seconds) or
+ *       on wrong data.
  *
  * Common options: --log FILE (gfapi log, level INFO; default /dev/null),
  * --dir NAME (work directory on the volume, created if missing; default
@@ -96,6 +99,8 @@ struct opts {
     unsigned block; /* pair: reads per turn */
     unsigned seconds;
     unsigned max_op_seconds;
+    unsigned io_kib;       /* io: size of each cycle's file */
+    const char *stop_file; /* io: stop once this exists */
 };
 
 /* Human-readable output: stdout, except in bench mode where stdout carries
@@ -952,9 +957,14 @@ static void *watchdog_run(void *arg)
 /* One creat/pwrite/pread/close cycle with a fresh pattern.  Returns NULL if
  * every call worked, else the name of the first that failed, with errno set.
  * Wrong or short data is not an outage but a failure of the test. */
-static const char *io_cycle(glfs_t *fs, const char *path, uint64_t seed)
+struct io_bufs {
+    size_t size;
+    uint8_t *wbuf, *rbuf, *scratch;
+};
+
+static const char *io_cycle(glfs_t *fs, const char *path, uint64_t seed,
+                            const struct io_bufs *b)
 {
-    uint8_t wbuf[SMALL_IO], rbuf[SMALL_IO], scratch[SMALL_IO];
     const char *failed = NULL;
     glfs_fd_t *fd;
     ssize_t n;
@@ -963,19 +973,20 @@ static const char *io_cycle(glfs_t *fs, const char *path, uint64_t seed)
     fd = GUARDED("creat", glfs_creat(fs, path, O_RDWR, 0644));
     if (!fd)
         return "creat";
-    fill_pattern(wbuf, SMALL_IO, seed, 0);
+    fill_pattern(b->wbuf, b->size, seed, 0);
     n = GUARDED("pwrite",
-                glfs_pwrite(fd, wbuf, SMALL_IO, 0, 0, NULL, NULL));
+                glfs_pwrite(fd, b->wbuf, b->size, 0, 0, NULL, NULL));
     if (n < 0) {
         failed = "pwrite";
     } else {
-        check_io("pwrite", path, 0, SMALL_IO, n);
-        n = GUARDED("pread", glfs_pread(fd, rbuf, SMALL_IO, 0, 0, NULL));
+        check_io("pwrite", path, 0, b->size, n);
+        memset(b->rbuf, 0, b->size);
+        n = GUARDED("pread", glfs_pread(fd, b->rbuf, b->size, 0, 0, NULL));
         if (n < 0) {
             failed = "pread";
         } else {
-            check_io("pread", path, 0, SMALL_IO, n);
-            verify(rbuf, scratch, SMALL_IO, seed, 0, path);
+            check_io("pread", path, 0, b->size, n);
+            verify(b->rbuf, b->scratch, b->size, seed, 0, path);
         }
     }
     err = errno;
@@ -992,10 +1003,15 @@ static int run_io(glfs_t *fs, const struct opts *o, const char *dir)
     uint64_t start = now_ns(), outage_start = 0, iter = 0;
     bool failing = false;
     char path[PATH_LEN];
+    struct io_bufs b = { .size = (size_t)o->io_kib * KIB };
 
+    b.wbuf = xmalloc(b.size);
+    b.rbuf = xmalloc(b.size);
+    b.scratch = xmalloc(b.size);
     mkpath(path, "%s/io-%d", dir, (int)getpid());
-    while (now_ns() - start < o->seconds * NSEC) {
-        const char *step = io_cycle(fs, path, mix64(o->seed + iter++));
+    while (now_ns() - start < o->seconds * NSEC &&
+           !(o->stop_file && access(o->stop_file, F_OK) == 0)) {
+        const char *step = io_cycle(fs, path, mix64(o->seed + iter++), &b);
         uint64_t now = now_ns();
 
         if (!step) {
@@ -1021,6 +1037,9 @@ static int run_io(glfs_t *fs, const struct opts *o, const char *dir)
     }
     say("ok=%lu errors=%lu outages=%u resumed=%d", ok, errors, outages,
         !failing);
+    free(b.wbuf);
+    free(b.rbuf);
+    free(b.scratch);
     if (!failing && GUARDED("unlink", glfs_unlink(fs, path)))
         fail("unlink %s: %s", path, strerror(errno));
     volume_unmount(fs, o);
@@ -1043,6 +1062,8 @@ enum opt_id {
     OPT_BLOCK,
     OPT_SECONDS,
     OPT_MAX_OP_SECONDS,
+    OPT_IO_KIB,
+    OPT_STOP_FILE,
     OPT_COUNT
 };
 
@@ -1060,6 +1081,8 @@ static const struct option long_opts[] = {
     { "block", required_argument, NULL, OPT_BLOCK },
     { "seconds", required_argument, NULL, OPT_SECONDS },
     { "max-op-seconds", required_argument, NULL, OPT_MAX_OP_SECONDS },
+    { "io-kib", required_argument, NULL, OPT_IO_KIB },
+    { "stop-file", required_argument, NULL, OPT_STOP_FILE },
     { NULL, 0, NULL, 0 },
 };
 
@@ -1078,6 +1101,8 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_BLOCK] = MODE_PAIR,
     [OPT_SECONDS] = MODE_IO,
     [OPT_MAX_OP_SECONDS] = MODE_IO,
+    [OPT_IO_KIB] = MODE_IO,
+    [OPT_STOP_FILE] = MODE_IO,
 };
 
 static void usage(FILE *f)
@@ -1089,7 +1114,7 @@ static void usage(FILE *f)
           "       gfapi-io pair VOLFILE VOLNAME VOLFILE2 VOLNAME2 [--size-mib N] "
           "[--reads N] [--block N]\n"
           "       gfapi-io io VOLFILE VOLNAME --seconds N "
-          "[--max-op-seconds S]\n"
+          "[--max-op-seconds S] [--io-kib K] [--stop-file FILE]\n"
           "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
           f);
 }
@@ -1177,6 +1202,12 @@ static void set_option(struct opts *o, int id, const char *name,
     case OPT_MAX_OP_SECONDS:
         o->max_op_seconds = parse_num(name, arg, 10, 1, 86400);
         break;
+    case OPT_IO_KIB:
+        o->io_kib = parse_num(name, arg, 10, 1, 16 * 1024);
+        break;
+    case OPT_STOP_FILE:
+        o->stop_file = arg;
+        break;
     }
 }
 
@@ -1214,6 +1245,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         .threads = 4,
         .block = 50,
         .max_op_seconds = 60,
+        .io_kib = SMALL_IO / KIB,
     };
 
     /* argv[1], the mode, stands in for the program name */

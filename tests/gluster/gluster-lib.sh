@@ -24,17 +24,18 @@ GFR_GLUSTER_MAX_LO=20
 # GlusterFS's synctasks switch stacks), and in gfapi it reports
 # GlusterFS's own never-freed allocations, whose stacks pass through
 # rdma.so's init too; the engine's VM tests and the host tests are where
-# our leaks are looked for (docs/reliability.md).
+# our leaks are looked for (docs/reliability.md).  gfr_sanitizer_env holds
+# that environment as env(1) arguments: `env "${gfr_sanitizer_env[@]}" CMD &`
+# leaves CMD's own pid in $! (a backgrounded function would leave a
+# subshell's).
 gfr_sanitizer_runtime=$(ldd "${GFR_BUILDDIR:?}/rpc-transport-rdma/.libs/rdma.so" 2>/dev/null |
 	awk '/libasan/ { print $3 }')
+gfr_sanitizer_env=()
+[ -z "$gfr_sanitizer_runtime" ] || gfr_sanitizer_env=(LD_PRELOAD="$gfr_sanitizer_runtime"
+	ASAN_OPTIONS="log_path=$GFR_GLUSTER_LOGS/sanitizer:detect_leaks=0:fast_unwind_on_malloc=0"
+	UBSAN_OPTIONS="log_path=$GFR_GLUSTER_LOGS/sanitizer:print_stacktrace=1")
 with_sanitizers() {
-	if [ -z "$gfr_sanitizer_runtime" ]; then
-		"$@"
-		return
-	fi
-	LD_PRELOAD=$gfr_sanitizer_runtime \
-		ASAN_OPTIONS=log_path=$GFR_GLUSTER_LOGS/sanitizer:detect_leaks=0:fast_unwind_on_malloc=0 \
-		UBSAN_OPTIONS=log_path=$GFR_GLUSTER_LOGS/sanitizer:print_stacktrace=1 "$@"
+	env "${gfr_sanitizer_env[@]}" "$@"
 }
 
 gluster_transportdir() {

@@ -9,9 +9,10 @@
  *       prints how they ended (orderly, protocol violation, I/O error,
  *       other) and exits 0 when each ended exactly once, none is left and
  *       the process holds no QP (hostile peers: t-engine-hostile.sh)
- *   engine-test client ADDR PORT BINDADDR [-c CONNS] [-n COUNT] [-b BURST]
- *                      [-s MAXSIZE] [-o key=value]...
- *       opens CONNS connections at once; on each, sends COUNT messages of
+ *   engine-test client ADDR PORT BINDADDR [-c CONNS] [-n COUNT | -t SECONDS]
+ *                      [-b BURST] [-s MAXSIZE] [-o key=value]...
+ *       opens CONNS connections at once; on each, sends COUNT messages (or
+ *       as many as SECONDS allow: the soak, t-engine-soak.sh) of
  *       pseudo-random sizes (1 byte to the inline maximum, or to MAXSIZE,
  *       log-uniform, so large bodies travel as read lists) in bursts of
  *       BURST without waiting, checks every echo byte by byte, disconnects;
@@ -37,6 +38,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -518,8 +520,9 @@ send_burst(struct peer *peer, uint8_t *buf, size_t max, unsigned long first,
 static int
 run_client(struct gfr_rdma *engine, const char *addr, const char *port,
            const char *bind_addr, unsigned conns, unsigned long count,
-           unsigned burst, size_t max_size)
+           unsigned seconds, unsigned burst, size_t max_size)
 {
+    time_t until = 0;
     struct sockaddr_storage dst;
     struct sockaddr_storage src;
     struct gfr_rdma_conn_stats stats;
@@ -561,18 +564,24 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
         describe(st.peers[0].conn, gfr_rdma_conn_local_addr, from, sizeof(from));
         describe(st.peers[0].conn, gfr_rdma_conn_peer_addr, to, sizeof(to));
         printf("engine-test: client: connected from %s to %s\n", from, to);
+        fflush(stdout); /* t-engine-soak.sh waits for this line */
     }
     max = max_size ? max_size : gfr_rdma_max_inline(st.peers[0].conn);
     if (max > gfr_rdma_max_msg(st.peers[0].conn) -
                   (st.request_reply ? sizeof(struct rr_request) : 0))
         return die("client: -s is larger than the negotiated max-msg");
-    if (st.request_reply && (conns != 1 || !(rr_slots = calloc(count, sizeof(*rr_slots)))))
-        return die("client: -r takes one connection (and memory)");
+    if (st.request_reply &&
+        (conns != 1 || seconds || !(rr_slots = calloc(count, sizeof(*rr_slots)))))
+        return die("client: -r takes one connection, a count (not -t) and memory");
     buf = malloc(max);
     if (!buf)
         return die("client: out of memory");
     srand(7);
-    while (sent < count && !err) {
+    if (seconds) {
+        count = ULONG_MAX;
+        until = time(NULL) + (time_t)seconds; /* from the first message */
+    }
+    while (sent < count && !err && (!until || time(NULL) < until)) {
         unsigned long n = count - sent < burst ? count - sent : burst;
 
         for (unsigned c = 0; c < conns && !err; c++)
@@ -600,8 +609,9 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
             if (st.peers[c].disconnected != 1)
                 once = 0;
             fprintf(stderr, "engine-test: client: connection %u disconnected %d time(s), "
-                            "reason %d, after %lu echoes\n", c, st.peers[c].disconnected,
-                    st.peers[c].reason, st.peers[c].received);
+                            "reason %d, after %lu echoes (%lu bad)\n", c,
+                    st.peers[c].disconnected, st.peers[c].reason, st.peers[c].received,
+                    st.peers[c].bad);
         }
         pthread_mutex_unlock(&st.lock);
         fprintf(stderr, "engine-test: client: echoes stopped coming\n");
@@ -639,7 +649,7 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
            registrations ? registration_ns / 1e3 / registrations : 0.0);
     free(rr_slots);
     rr_slots = NULL;
-    return bad == 0 && received == count * conns ? 0 : 1;
+    return bad == 0 && received == sent * conns ? 0 : 1;
 }
 
 /* Is tid a thread of this process? */
@@ -698,7 +708,7 @@ run_cycles(struct gfr_rdma *engine, const char *addr, const char *port,
         memset(&st.peers[0], 0, sizeof(st.peers[0]));
         st.disconnected = 0;
         probe_qps = r == 0;
-        if (run_client(engine, addr, port, bind_addr, 1, 4, 2, 0) != 0) {
+        if (run_client(engine, addr, port, bind_addr, 1, 4, 0, 2, 0) != 0) {
             fprintf(stderr, "engine-test: cycles: round %u failed\n", r);
             return 1;
         }
@@ -725,6 +735,7 @@ main(int argc, char **argv)
     struct gfr_pool *pool;
     struct gfr_rdma *engine;
     unsigned long count = 1000;
+    unsigned seconds = 0;
     unsigned burst = 1;
     unsigned conns = 1;
     size_t max_size = 0;
@@ -732,12 +743,13 @@ main(int argc, char **argv)
     int rc;
 
     gfr_rdma_opts_init(&opts);
-    while ((opt = getopt(argc, argv, "c:n:b:s:ro:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:t:b:s:ro:")) != -1) {
         char why[160];
         char *eq;
 
         switch (opt) {
         case 'n': count = strtoul(optarg, NULL, 10); break;
+        case 't': seconds = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'c': conns = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'b': burst = (unsigned)strtoul(optarg, NULL, 10); break;
         case 's': max_size = strtoul(optarg, NULL, 0); break;
@@ -754,7 +766,7 @@ main(int argc, char **argv)
             break;
         default:
             return die("usage: engine-test server ADDR PORT | client|cycles ADDR PORT "
-                       "BIND [-c CONNS] [-n N] [-b B] [-s MAX] [-r] [-o k=v]");
+                       "BIND [-c CONNS] [-n N | -t SECONDS] [-b B] [-s MAX] [-r] [-o k=v]");
         }
     }
     if (argc - optind < 3 || burst == 0 || conns > 1024 ||
@@ -782,7 +794,7 @@ main(int argc, char **argv)
         rc = run_cycles(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3], conns);
     else if (strcmp(argv[optind], "client") == 0 && argc - optind >= 4)
         rc = run_client(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3],
-                        conns, count, burst, max_size);
+                        conns, count, seconds, burst, max_size);
     else
         rc = die("first argument: server or client");
     gfr_rdma_destroy(engine);

@@ -54,6 +54,17 @@ fabric_check() {
 	return "$ok"
 }
 
+# qps_of PID: the QPs process PID holds.  `rdma resource show` tags a
+# resource with the thread that created it (an engine's CM thread, not the
+# process), so a QP counts when its pid is any thread of PID.
+qps_of() {
+	local tid n=0
+	for tid in $(rdma resource show qp | sed -n 's/.* pid \([0-9][0-9]*\) .*/\1/p'); do
+		[ -e "/proc/$1/task/$tid" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # wait_for_output FILE PATTERN SECONDS: waits until FILE has a line matching
 # PATTERN (a server announcing it listens).
 wait_for_output() {
@@ -64,4 +75,91 @@ wait_for_output() {
 	done
 	echo "wait_for_output: '$2' did not appear in $1 within $3 s"
 	return 1
+}
+
+# fabric_routes: what fabric-up configures on the links and a link flap
+# (ip link set down) takes away: the permanent neighbour entries, the
+# routes of tables 100 and 101 and the IPv6 addresses.  Idempotent.
+#
+# Permanent neighbour entries: with ARP left to run, rdma_cm's address
+# resolution on this kernel misses the neighbour update and completes only
+# when its timeout expires (measured: rdma_resolve_addr with a 10 s timeout
+# took the whole 10 s although ARP had resolved at once).
+#
+# IPv6 addresses (no DAD: usable at once): rdma_cm over IPv6 works on one
+# device (fd99::1 to fd99::1); across the veth the server's kernel CM
+# rejects the request (status 28, no listener callback): the IPv4 routing
+# rests on accept_local, which IPv6 lacks (docs/softroce.md).
+fabric_routes() {
+	ip neigh replace 10.99.0.2 lladdr "$(cat /sys/class/net/veth1/address)" \
+		dev veth0 nud permanent &&
+		ip neigh replace 10.99.0.1 lladdr "$(cat /sys/class/net/veth0/address)" \
+			dev veth1 nud permanent &&
+		ip route replace 10.99.0.2/32 dev veth0 src 10.99.0.1 table 100 &&
+		ip route replace 10.99.0.1/32 dev veth1 src 10.99.0.2 table 101 &&
+		ip -6 addr replace fd99::1/128 dev veth0 nodad &&
+		ip -6 addr replace fd99::2/128 dev veth1 nodad
+}
+
+# For tests that go on after a failure (set test_name first): fail WHY
+# prints and records it; failures_summary repeats them all at the end,
+# where CI's excerpt of the log shows them, and returns 1 if there was
+# any.  Tests that stop at their first failure define a fail of their own.
+failures=()
+fail() {
+	echo "$test_name: FAILED: $*"
+	failures+=("$*")
+}
+failures_summary() {
+	local why
+	for why in "${failures[@]}"; do echo "$test_name: FAILED: $why"; done
+	echo "$test_name: ${#failures[@]} failure(s)"
+	[ ${#failures[@]} = 0 ]
+}
+
+# rdma_resources: `rdma resource show`'s per-device counts (PDs, CQs, QPs,
+# CM ids, MRs, contexts, SRQs), without the device index, which changes
+# when a device is re-created.
+rdma_resources() {
+	rdma resource show | sed 's/^[0-9]*: //' | sort
+}
+
+# wait_port_active DEV: until DEV's port is ACTIVE (it was just created or
+# its link came up); 1 if not within 10 s.
+wait_port_active() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# server_log_verdict LOG: an engine-test server's log once it stopped:
+# what the engine logged, by count (numbers as N); its summary line, and
+# no sanitizer report, or a failure.
+server_log_verdict() {
+	echo "$test_name: what $1 logged, by count:"
+	grep 'gfr-rdma: ' "$1" | sed 's/^.*gfr-rdma: //; s/[0-9][0-9]*/N/g' | sort | uniq -c
+	grep -E '^engine-test: server: stopped' "$1" || { cat "$1"; fail "no summary from the server ($1)"; }
+	if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$1"; then
+		cat "$1"
+		fail "a sanitizer report in $1"
+	fi
+}
+
+# resources_back_to BASELINE: rdma_resources must come back to BASELINE
+# (taken before the test) within 10 s, or a failure shows both.
+resources_back_to() {
+	local deadline=$((SECONDS + 10))
+	while [ "$(rdma_resources)" != "$1" ] && ((SECONDS < deadline)); do
+		sleep 0.1
+	done
+	if [ "$(rdma_resources)" = "$1" ]; then
+		echo "$test_name: rdma resource show back to its baseline:" $1
+		return 0
+	fi
+	echo "before:" $1
+	echo "after:" $(rdma_resources)
+	fail "rdma resource show is not back to what it was before the test"
 }

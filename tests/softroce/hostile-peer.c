@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,12 +489,26 @@ build_violation(struct hp *hp, const char *name)
     return 0;
 }
 
+/* Whether a CM event (the server's DREQ, above all) waits to be read.
+ * It is left queued for await_teardown. */
+static bool
+cm_event_pending(struct hp *hp)
+{
+    struct pollfd pfd = {.fd = hp->ch->fd, .events = POLLIN};
+
+    return poll(&pfd, 1, 0) > 0;
+}
+
 /* Sends MSGs, never granting anything and ignoring the server's grants.
  * The server can grant only in what it sends, and it can send only while
  * we grant: once its credits are spent it falls silent, and at most a
  * window later a message arrives without a credit (it still arrives: the
  * server's receive queue is shared and deep, and RNR retries wait for
- * it).  Stops when the connection fails, or after OVERRUN_MAX messages. */
+ * it).  Stops when the connection fails, when the server's disconnect
+ * arrives, or after OVERRUN_MAX messages.  The disconnect must stop it at
+ * once: a SEND the server no longer acknowledges fails only after the
+ * transport's retries (seconds in the VM), and only then would the DREQ
+ * be read and answered, perhaps after the server stopped waiting for it. */
 static void
 overrun_credits(struct hp *hp)
 {
@@ -512,14 +527,17 @@ overrun_credits(struct hp *hp)
          * messages (at most the receives we posted) are left alone. */
         do {
             n = ibv_poll_cq(hp->cq, 1, &wc);
+            if (n == 0 && cm_event_pending(hp))
+                break;
         } while (n == 0 || (n == 1 && wc.wr_id != ~0ull && wc.status == IBV_WC_SUCCESS));
-        if (n < 0 || wc.status != IBV_WC_SUCCESS)
+        if (n <= 0 || wc.status != IBV_WC_SUCCESS)
             break;
         sent++;
     }
     printf("hostile-peer: credit-overrun: %u messages sent with a window of %u, "
-           "never granting (last completion: %s)\n", sent, window,
-           ibv_wc_status_str(wc.status));
+           "never granting (stopped by %s)\n", sent, window,
+           cm_event_pending(hp) ? "the server's disconnect"
+                                : ibv_wc_status_str(wc.status));
 }
 
 /* Connection requests as fast as the CM takes them: every fourth dropped
@@ -657,6 +675,20 @@ run_case(struct hp *hp, const char *name, const char *addr, const char *port,
         printf("hostile-peer: early: sent a message before the handshake completed; "
                "the server sent nothing in 3 s\n");
         return 0; /* leaving tears the half-open connection down (REJ) */
+    }
+    if (strcmp(name, "early-violation") == 0) {
+        /* A violation the server sees before the CM tells it the
+         * connection is established (it receives as soon as it has
+         * accepted), then the RTU: having failed the connection early,
+         * the server must still tell us, once we are connected. */
+        if ((err = connect_with(hp, NULL, 0, 1, &why)) != 0)
+            return fail("connect failed");
+        if ((err = post_send(hp, build_violation(hp, "unknown-type"))) != 0)
+            return fail("posting the violation failed");
+        usleep(500 * 1000);
+        if (rdma_establish(hp->id) != 0)
+            return fail("sending the RTU failed");
+        return await_teardown(hp);
     }
     if ((err = connect_with(hp, NULL, 0, 0, &why)) != 0)
         return fail(err == 1 ? "the server rejected a valid connection" : "connect failed");

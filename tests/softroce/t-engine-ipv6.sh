@@ -1,7 +1,7 @@
 #!/bin/bash
 # lib/'s RDMA engine over IPv6: listen and connect on fd99::1, messages up
 # to 1 MiB echoed and checked.  Both ends are on rxe0: across the veth the
-# kernel CM of this emulation refuses IPv6 requests (fabric-up says why),
+# kernel CM of this emulation refuses IPv6 requests (fabric-lib.sh says why),
 # so this proves the engine's IPv6 handling, not the fabric's.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"

@@ -62,6 +62,10 @@ test_every_key_parses(void **state)
     assert_int_equal(gfr_rdma_opts_set(&o, "rdma-depth", "8", why, sizeof(why)), 0);
     assert_int_equal(gfr_rdma_opts_set(&o, "connect-timeout-ms", "2000", why, sizeof(why)), 0);
     assert_int_equal(o.connect_timeout_ms, 2000);
+    assert_int_equal(gfr_rdma_opts_set(&o, "keepalive-ms", "0", why, sizeof(why)), 0);
+    assert_int_equal(o.keepalive_ms, 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "keepalive-ms", "3600001", why, sizeof(why)),
+                     -EINVAL);
     assert_int_equal(gfr_rdma_opts_set(&o, "qp-timeout", "18", why, sizeof(why)), 0);
     assert_int_equal(o.qp_timeout, 18);
     assert_int_equal(gfr_rdma_opts_set(&o, "retry-count", "3", why, sizeof(why)), 0);
