@@ -73,8 +73,8 @@ gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer
     if (!mr) {
         int err = errno ? errno : ENOMEM;
 
-        gfr_rdma_log("registering %zu bytes at %p for a transfer failed: %s", len, addr,
-                     strerror(err));
+        gfr_rdma_conn_log(conn, "registering %zu bytes at %p for a transfer failed: %s", len, addr,
+                          strerror(err));
         return -err;
     }
     if (remote_write)
@@ -307,8 +307,8 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         gfr_rdma_conn_get(conn);
         err = ibv_post_send(conn->qp, &wr, &bad);
         if (err) {
-            gfr_rdma_log("posting an RDMA %s of %u bytes failed: %s",
-                         x->is_pull ? "READ" : "WRITE", op.length, strerror(err));
+            gfr_rdma_conn_log(conn, "posting an RDMA %s of %u bytes failed: %s",
+                              x->is_pull ? "READ" : "WRITE", op.length, strerror(err));
             gfr_rdma_conn_put(conn);
             gfr_rdma_conn_fail_locked(conn, -EIO);
             return;

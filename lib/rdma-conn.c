@@ -17,6 +17,7 @@
 
 #include <urcu/uatomic.h>
 
+#include "gfr_addr.h"
 #include "gfr_clock.h"
 #include "rdma-internal.h"
 
@@ -49,6 +50,36 @@ gfr_rdma_log(const char *fmt, ...)
         fprintf(stderr, "gfr-rdma: %s\n", msg);
 }
 
+/* A message about one connection, naming its peer: a server has many.
+ * Any thread (peer_name is read-only once the connection is shared). */
+void
+gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
+{
+    char msg[448];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    gfr_rdma_log("connection with %s: %s", conn->peer_name, msg);
+}
+
+/* "HOST port N", or "an unknown address" when sa is NULL (the CM lost
+ * it) or of another family.  No state; any thread. */
+void
+gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX])
+{
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
+
+    if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) {
+        snprintf(name, GFR_RDMA_PEER_NAME_MAX, "an unknown address");
+        return;
+    }
+    gfr_addr_host_port(sa, host, &port);
+    snprintf(name, GFR_RDMA_PEER_NAME_MAX, "%s port %u", host, port);
+}
+
 void
 gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
                            struct gfr_cm_params *params)
@@ -59,8 +90,11 @@ gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
     params->max_segs = GFR_WIRE_MAX_SEGS;
 }
 
+/* A connection on engine->conns, named after peer (NULL when unknown) in
+ * its log messages; the caller owns it until it is reaped.  Takes
+ * engine->lock. */
 struct gfr_rdma_conn *
-gfr_rdma_conn_new(struct gfr_rdma *engine)
+gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer)
 {
     struct gfr_rdma_conn *conn = calloc(1, sizeof(*conn));
 
@@ -68,6 +102,7 @@ gfr_rdma_conn_new(struct gfr_rdma *engine)
         return NULL;
     conn->kind = GFR_CM_CTX_CONN;
     conn->engine = engine;
+    gfr_rdma_peer_name(peer, conn->peer_name);
     conn->outstanding = 1; /* the CM side's reference */
     pthread_mutex_init(&conn->lock, NULL);
     CDS_INIT_LIST_HEAD(&conn->pending);
@@ -124,25 +159,25 @@ check_placement(const struct gfr_rdma_conn *conn)
     union ibv_gid gid;
 
     if (opts->device[0] && strcmp(opts->device, name) != 0) {
-        gfr_rdma_log("the address resolves to device %s, but device=%s is configured",
-                     name, opts->device);
+        gfr_rdma_conn_log(conn, "the address resolves to device %s, but device=%s is configured",
+                          name, opts->device);
         return -ENODEV;
     }
     if (opts->device[0] && conn->id->port_num != opts->port) {
-        gfr_rdma_log("the address resolves to %s port %u, but port=%u is configured",
-                     name, conn->id->port_num, opts->port);
+        gfr_rdma_conn_log(conn, "the address resolves to %s port %u, but port=%u is configured",
+                          name, conn->id->port_num, opts->port);
         return -ENODEV;
     }
     if (opts->gid_index >= 0) {
         if (ibv_query_gid(conn->id->verbs, conn->id->port_num, opts->gid_index, &gid) != 0) {
-            gfr_rdma_log("%s port %u has no GID at gid-index=%d", name, conn->id->port_num,
-                         opts->gid_index);
+            gfr_rdma_conn_log(conn, "%s port %u has no GID at gid-index=%d", name,
+                              conn->id->port_num, opts->gid_index);
             return -ENODEV;
         }
         if (memcmp(&gid, &conn->id->route.addr.addr.ibaddr.sgid, sizeof(gid)) != 0) {
-            gfr_rdma_log("the address does not use GID %d of %s port %u "
-                         "(gid-index=%d is configured)", opts->gid_index, name,
-                         conn->id->port_num, opts->gid_index);
+            gfr_rdma_conn_log(conn, "the address does not use GID %d of %s port %u "
+                              "(gid-index=%d is configured)", opts->gid_index, name,
+                              conn->id->port_num, opts->gid_index);
             return -ENODEV;
         }
     }
@@ -164,8 +199,8 @@ setup_send_side(struct gfr_rdma_conn *conn)
         return -ENOMEM;
     conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->send_buf, size, 0);
     if (!conn->send_mr) {
-        gfr_rdma_log("registering %zu bytes of send buffers failed: %s", size,
-                     strerror(errno));
+        gfr_rdma_conn_log(conn, "registering %zu bytes of send buffers failed: %s", size,
+                          strerror(errno));
         return -ENOMEM;
     }
     conn->drain_wr = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_DRAIN};
@@ -192,8 +227,8 @@ setup_own_receives(struct gfr_rdma_conn *conn)
         return -ENOMEM;
     conn->recv_mr = ibv_reg_mr(conn->dev->pd, conn->recv_buf, size, IBV_ACCESS_LOCAL_WRITE);
     if (!conn->recv_mr) {
-        gfr_rdma_log("registering %zu bytes of receive buffers failed: %s", size,
-                     strerror(errno));
+        gfr_rdma_conn_log(conn, "registering %zu bytes of receive buffers failed: %s", size,
+                          strerror(errno));
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < conn->nrecv; i++)
@@ -226,9 +261,9 @@ create_qp(struct gfr_rdma_conn *conn)
         attr.cap.max_inline_data = 0;
         if (rdma_create_qp(conn->id, conn->dev->pd, &attr) != 0) {
             err = -errno;
-            gfr_rdma_log("%s: rdma_create_qp failed: %s (with %u bytes of inline data: "
-                         "%s)", ibv_get_device_name(conn->id->verbs->device),
-                         strerror(-err), conn->dev->max_inline, strerror(first));
+            gfr_rdma_conn_log(conn, "%s: rdma_create_qp failed: %s (with %u bytes of inline data: "
+                              "%s)", ibv_get_device_name(conn->id->verbs->device),
+                              strerror(-err), conn->dev->max_inline, strerror(first));
             return err;
         }
     }
@@ -236,8 +271,8 @@ create_qp(struct gfr_rdma_conn *conn)
     conn->dev->max_inline = attr.cap.max_inline_data;
     if (rdma_set_option(conn->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
                         sizeof(timeout)) != 0)
-        gfr_rdma_log("cannot set qp-timeout=%u: %s; the CM's default stands", timeout,
-                     strerror(errno));
+        gfr_rdma_conn_log(conn, "cannot set qp-timeout=%u: %s; the CM's default stands", timeout,
+                          strerror(errno));
     return 0;
 }
 
@@ -292,7 +327,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     for (uint32_t i = 0; i < conn->nrecv; i++) {
         err = gfr_rdma_post_recv(conn, i);
         if (err) {
-            gfr_rdma_log("ibv_post_recv failed: %s", strerror(-err));
+            gfr_rdma_conn_log(conn, "ibv_post_recv failed: %s", strerror(-err));
             return err;
         }
     }
@@ -401,8 +436,8 @@ flush_qp(struct gfr_rdma_conn *conn)
     if (err) {
         /* Cannot tell which unsignaled SENDs completed: keep their
          * references (the connection is not freed) rather than guess. */
-        gfr_rdma_log("posting the drain of a failed QP: %s; %u send-queue entries "
-                     "stay unaccounted", strerror(err), conn->sq_count);
+        gfr_rdma_conn_log(conn, "posting the drain of a failed QP: %s; %u send-queue entries "
+                          "stay unaccounted", strerror(err), conn->sq_count);
         gfr_rdma_conn_put(conn);
         return;
     }
@@ -446,15 +481,15 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     pthread_mutex_lock(&conn->lock);
     if (conn->state == GFR_CONN_ESTABLISHED && conn->keepalive_posted &&
         now - conn->keepalive_posted_ns > patience) {
-        gfr_rdma_log("a keepalive went unanswered for %llu ms; disconnecting",
-                     (unsigned long long)((now - conn->keepalive_posted_ns) / 1000000));
+        gfr_rdma_conn_log(conn, "a keepalive went unanswered for %llu ms; disconnecting",
+                          (unsigned long long)((now - conn->keepalive_posted_ns) / 1000000));
         gfr_rdma_conn_fail_locked(conn, -ETIMEDOUT);
     }
     if (conn->state == GFR_CONN_ESTABLISHED && conn->qp && !conn->keepalive_posted) {
         gfr_rdma_conn_get(conn);
         err = ibv_post_send(conn->qp, &wr, &bad);
         if (err) {
-            gfr_rdma_log("posting a keepalive: %s; disconnecting", strerror(err));
+            gfr_rdma_conn_log(conn, "posting a keepalive: %s; disconnecting", strerror(err));
             gfr_rdma_conn_put(conn);
             gfr_rdma_conn_fail_locked(conn, -err);
         } else {

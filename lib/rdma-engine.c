@@ -38,17 +38,17 @@ reap_all(struct gfr_rdma *engine)
 }
 
 static int
-reject_reason_to_errno(const struct rdma_cm_event *event)
+reject_reason_to_errno(const struct gfr_rdma_conn *conn, const struct rdma_cm_event *event)
 {
     if (event->param.conn.private_data_len >= 1) {
         uint8_t why = *(const uint8_t *)event->param.conn.private_data;
         if (why >= GFR_CM_REJECT_SHORT && why <= GFR_CM_REJECT_PARAMS) {
-            gfr_rdma_log("connection rejected by the peer: %s",
-                         gfr_cm_reject_str((enum gfr_cm_reject_reason)why));
+            gfr_rdma_conn_log(conn, "connection rejected by the peer: %s",
+                              gfr_cm_reject_str((enum gfr_cm_reject_reason)why));
             return -EPROTO;
         }
     }
-    gfr_rdma_log("connection rejected by the peer (status %d)", event->status);
+    gfr_rdma_conn_log(conn, "connection rejected by the peer (status %d)", event->status);
     return -ECONNREFUSED;
 }
 
@@ -98,13 +98,16 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     if (gfr_cm_decode(event->param.conn.private_data,
                       event->param.conn.private_data_len, &peer, &why) != 0) {
         uint8_t reason = (uint8_t)why;
+        char from[GFR_RDMA_PEER_NAME_MAX];
 
-        gfr_rdma_log("rejecting a connection request: %s", gfr_cm_reject_str(why));
+        gfr_rdma_peer_name(rdma_get_peer_addr(event->id), from);
+        gfr_rdma_log("rejecting a connection request from %s: %s", from,
+                     gfr_cm_reject_str(why));
         rdma_reject(event->id, &reason, 1);
         rdma_destroy_id(event->id);
         return;
     }
-    conn = gfr_rdma_conn_new(engine);
+    conn = gfr_rdma_conn_new(engine, rdma_get_peer_addr(event->id));
     if (!conn) {
         rdma_reject(event->id, NULL, 0);
         rdma_destroy_id(event->id);
@@ -137,8 +140,8 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
         /* The CM refuses to set up a QP for a request the peer has already
          * withdrawn (a REJ, its id destroyed): EINVAL, seen under a flood
          * of abandoned connection requests. */
-        gfr_rdma_log("cannot accept a connection: %s%s", strerror(-err),
-                     err == -EINVAL ? " (the peer may have withdrawn its request)" : "");
+        gfr_rdma_conn_log(conn, "cannot accept a connection: %s%s", strerror(-err),
+                          err == -EINVAL ? " (the peer may have withdrawn its request)" : "");
         rdma_reject(conn->id, NULL, 0);
         conn_abort(conn, err);
     }
@@ -155,8 +158,8 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     if (!conn->is_server) {
         if (gfr_cm_decode(event->param.conn.private_data,
                           event->param.conn.private_data_len, &peer, &why) != 0) {
-            gfr_rdma_log("dropping a connection the peer accepted: %s",
-                         gfr_cm_reject_str(why));
+            gfr_rdma_conn_log(conn, "dropping a connection the peer accepted: %s",
+                              gfr_cm_reject_str(why));
             pthread_mutex_lock(&conn->lock);
             conn->was_connected = 1;
             gfr_rdma_conn_fail_locked(conn, -EPROTO);
@@ -219,19 +222,19 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         break;
     case RDMA_CM_EVENT_ADDR_ERROR:
     case RDMA_CM_EVENT_ROUTE_ERROR:
-        gfr_rdma_log("cannot resolve the peer's %s: %s",
-                     event->event == RDMA_CM_EVENT_ADDR_ERROR ? "address" : "route",
-                     strerror(-event->status));
+        gfr_rdma_conn_log(conn, "cannot resolve the peer's %s: %s",
+                          event->event == RDMA_CM_EVENT_ADDR_ERROR ? "address" : "route",
+                          strerror(-event->status));
         conn_abort(conn, event->status ? event->status : -EHOSTUNREACH);
         break;
     case RDMA_CM_EVENT_UNREACHABLE:
     case RDMA_CM_EVENT_CONNECT_ERROR:
-        gfr_rdma_log("connecting failed: %s", rdma_event_str(event->event));
+        gfr_rdma_conn_log(conn, "connecting failed: %s", rdma_event_str(event->event));
         conn_abort(conn, event->event == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH
                                                                    : -ECONNREFUSED);
         break;
     case RDMA_CM_EVENT_REJECTED:
-        conn_abort(conn, reject_reason_to_errno(event));
+        conn_abort(conn, reject_reason_to_errno(conn, event));
         break;
     case RDMA_CM_EVENT_DISCONNECTED:
         gfr_rdma_conn_fail(conn, 0);
@@ -239,13 +242,13 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         break;
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
         /* The last event of this id: the kernel is destroying it. */
-        gfr_rdma_log("%s: disconnecting", rdma_event_str(event->event));
+        gfr_rdma_conn_log(conn, "%s: disconnecting", rdma_event_str(event->event));
         gfr_rdma_dev_removed(engine, event->id->verbs);
         gfr_rdma_conn_fail(conn, -ENODEV);
         gfr_rdma_conn_cm_done(conn);
         break;
     case RDMA_CM_EVENT_ADDR_CHANGE:
-        gfr_rdma_log("%s: disconnecting", rdma_event_str(event->event));
+        gfr_rdma_conn_log(conn, "%s: disconnecting", rdma_event_str(event->event));
         gfr_rdma_conn_fail(conn, -ENODEV);
         if (!conn->was_connected)
             gfr_rdma_conn_cm_done(conn);
@@ -396,8 +399,8 @@ handshake_due(struct gfr_rdma_conn *conn, uint64_t now)
 static void
 handshake_fire(struct gfr_rdma_conn *conn)
 {
-    gfr_rdma_log("the connection handshake took longer than connect-timeout-ms "
-                 "(%u ms): giving up", conn->engine->opts.connect_timeout_ms);
+    gfr_rdma_conn_log(conn, "the connection handshake took longer than connect-timeout-ms "
+                      "(%u ms): giving up", conn->engine->opts.connect_timeout_ms);
     conn_abort(conn, -ETIMEDOUT);
 }
 
@@ -416,13 +419,13 @@ static void
 disconnect_fire(struct gfr_rdma_conn *conn)
 {
     if (conn->was_connected)
-        gfr_rdma_log("the peer did not answer the disconnect within connect-timeout-ms "
-                     "(%u ms): closing the connection without it",
-                     conn->engine->opts.connect_timeout_ms);
+        gfr_rdma_conn_log(conn, "the peer did not answer the disconnect within connect-timeout-ms "
+                          "(%u ms): closing the connection without it",
+                          conn->engine->opts.connect_timeout_ms);
     else
-        gfr_rdma_log("the connection failed during its handshake and the handshake did "
-                     "not end within connect-timeout-ms (%u ms): closing it",
-                     conn->engine->opts.connect_timeout_ms);
+        gfr_rdma_conn_log(conn, "the connection failed during its handshake and the handshake did "
+                          "not end within connect-timeout-ms (%u ms): closing it",
+                          conn->engine->opts.connect_timeout_ms);
     gfr_rdma_conn_cm_done(conn);
 }
 
@@ -697,7 +700,7 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
 
     if (!engine || !dst || !ops || !ops->received || !ops->disconnected || !connp)
         return -EINVAL;
-    conn = gfr_rdma_conn_new(engine);
+    conn = gfr_rdma_conn_new(engine, dst);
     if (!conn)
         return -ENOMEM;
     conn->ops = ops;
@@ -705,7 +708,7 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
     conn->state = GFR_CONN_RESOLVING_ADDR;
     if (rdma_create_id(engine->channel, &conn->id, conn, RDMA_PS_TCP) != 0) {
         err = -errno;
-        gfr_rdma_log("rdma_create_id failed: %s", strerror(-err));
+        gfr_rdma_conn_log(conn, "rdma_create_id failed: %s", strerror(-err));
         pthread_mutex_lock(&engine->lock);
         cds_list_del(&conn->link);
         pthread_mutex_unlock(&engine->lock);
@@ -716,7 +719,7 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
     if (rdma_resolve_addr(conn->id, (struct sockaddr *)src, (struct sockaddr *)dst,
                           (int)engine->opts.connect_timeout_ms) != 0) {
         err = -errno;
-        gfr_rdma_log("rdma_resolve_addr failed: %s", strerror(-err));
+        gfr_rdma_conn_log(conn, "rdma_resolve_addr failed: %s", strerror(-err));
         /* Reported through disconnected, like every other failure. */
         conn_abort(conn, err);
     }

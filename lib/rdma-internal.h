@@ -226,6 +226,9 @@ enum gfr_cm_ctx_kind {
     GFR_CM_CTX_LISTENER = 2,
 };
 
+/* INET6_ADDRSTRLEN, " port " and five digits. */
+#define GFR_RDMA_PEER_NAME_MAX (46 + 6 + 5 + 1)
+
 struct gfr_rdma_conn {
     enum gfr_cm_ctx_kind kind;
     struct gfr_rdma *engine;
@@ -287,6 +290,9 @@ struct gfr_rdma_conn {
                         * lock, read under lock or on the CM thread */
     uint64_t connect_deadline_ns; /* CONNECTING longer than this: given up (CM thread) */
     int is_server;
+    /* "HOST port N" of the peer, for log messages: written before the
+     * connection is visible to another thread, read-only after. */
+    char peer_name[GFR_RDMA_PEER_NAME_MAX];
     struct gfr_pool_client *pool_client; /* dispatch=pool */
     int finalized; /* verbs resources gone; under engine->lock */
     int released;  /* the owner let go; under engine->lock */
@@ -360,7 +366,7 @@ struct gfr_rdma_conn *gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t
 void gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev);
 
 /* rdma-conn.c: a connection's life */
-struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine);
+struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
 int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
                                 struct gfr_cm_params *params);
@@ -440,5 +446,8 @@ void gfr_rdma_bulk_release_all(struct gfr_rdma_conn *conn);
 
 /* Logging (stderr until the GlusterFS plugin sets its own). */
 void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX]);
 
 #endif /* GFR_RDMA_INTERNAL_H */

@@ -127,8 +127,8 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
                 return err;
             }
             if (err)
-                gfr_rdma_log("no memory to keep a request's write list: its reply "
-                             "will travel as a read list");
+                gfr_rdma_conn_log(conn, "no memory to keep a request's write list: its reply "
+                                  "will travel as a read list");
         }
         break;
     }
@@ -173,7 +173,7 @@ handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
     if (!open)
         goto repost; /* arrived while closing: dropped with the connection */
     if (err) {
-        gfr_rdma_log("peer broke the protocol (%s); disconnecting", reason);
+        gfr_rdma_conn_log(conn, "peer broke the protocol (%s); disconnecting", reason);
         gfr_rdma_conn_fail(conn, -EPROTO);
         goto repost;
     }
@@ -185,8 +185,8 @@ handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
         struct gfr_wire_hdr hdr = {.type = GFR_WIRE_ERROR, .xid = msg.hdr.xid,
                                    .written = ENOMEM};
 
-        gfr_rdma_log("no memory to receive a message of %u bytes; refusing it",
-                     msg.hdr.read_len + msg.hdr.inline_len);
+        gfr_rdma_conn_log(conn, "no memory to receive a message of %u bytes; refusing it",
+                          msg.hdr.read_len + msg.hdr.inline_len);
         if (plan.reply_to)
             gfr_rdma_offer_put(conn, plan.reply_to, -ENOMEM);
         pthread_mutex_lock(&conn->lock);
@@ -232,25 +232,26 @@ log_unexpected_flush(struct gfr_rdma_conn *conn)
         return;
     if (ibv_query_qp(conn->qp, &attr, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC |
                                           IBV_QP_MAX_DEST_RD_ATOMIC, &init) == 0)
-        gfr_rdma_log("QP %u went to the error state with no error completion of ours "
-                     "(state %d, max_rd_atomic %u, max_dest_rd_atomic %u, %u READ/WRITE "
-                     "in flight); disconnecting", conn->qp->qp_num, attr.qp_state,
-                     attr.max_rd_atomic, attr.max_dest_rd_atomic, conn->rdma_inflight);
+        gfr_rdma_conn_log(conn, "QP %u went to the error state with no error completion of ours "
+                          "(state %d, max_rd_atomic %u, max_dest_rd_atomic %u, %u READ/WRITE "
+                          "in flight); disconnecting", conn->qp->qp_num, attr.qp_state,
+                          attr.max_rd_atomic, attr.max_dest_rd_atomic, conn->rdma_inflight);
     else
-        gfr_rdma_log("QP %u went to the error state with no error completion of ours; "
-                     "disconnecting", conn->qp->qp_num);
+        gfr_rdma_conn_log(conn, "QP %u went to the error state with no error completion of ours; "
+                          "disconnecting", conn->qp->qp_num);
 }
 
 static void
-log_failed_wr(const struct gfr_rdma_wr *ctx, const struct ibv_wc *wc)
+log_failed_wr(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx,
+              const struct ibv_wc *wc)
 {
     if (wc->status != IBV_WC_WR_FLUSH_ERR)
-        gfr_rdma_log("%s work request failed: %s (vendor error %u); disconnecting",
-                     ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
-                     : ctx->kind == GFR_WR_DRAIN ? "the drain"
-                     : ctx->kind == GFR_WR_KEEPALIVE ? "a keepalive"
-                     : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
-                     ibv_wc_status_str(wc->status), wc->vendor_err);
+        gfr_rdma_conn_log(conn, "%s work request failed: %s (vendor error %u); disconnecting",
+                          ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
+                          : ctx->kind == GFR_WR_DRAIN ? "the drain"
+                          : ctx->kind == GFR_WR_KEEPALIVE ? "a keepalive"
+                          : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
+                          ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
 /* A completion of a buffer of the device's SRQ: find the connection by QP
@@ -272,7 +273,7 @@ srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *w
     } else {
         if (wc->status == IBV_WC_WR_FLUSH_ERR)
             log_unexpected_flush(conn);
-        log_failed_wr(ctx, wc);
+        log_failed_wr(conn, ctx, wc);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
         gfr_rdma_srq_post(dev, rb);
     }
@@ -296,7 +297,7 @@ gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
     if (!ok) {
         if (wc->status == IBV_WC_WR_FLUSH_ERR)
             log_unexpected_flush(conn);
-        log_failed_wr(ctx, wc);
+        log_failed_wr(conn, ctx, wc);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
     }
     switch (ctx->kind) {

@@ -159,7 +159,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     if (err) {
         ctx->offer = NULL;
         conn->free_slots[conn->nfree++] = slot;
-        gfr_rdma_log("ibv_post_send failed: %s", strerror(err));
+        gfr_rdma_conn_log(conn, "ibv_post_send failed: %s", strerror(err));
         gfr_rdma_conn_put(conn);
         return -err;
     }

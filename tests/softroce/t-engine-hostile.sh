@@ -57,7 +57,8 @@ honest=$!
 
 test_name=t-engine-hostile
 # hostile CASE PORT LOG-PATTERN: runs one violation; the server's log must
-# gain a line matching the pattern.  The hostile peer stays to the end and
+# gain a line matching the pattern that names the hostile peer's address
+# (a server has many peers).  The hostile peer stays to the end and
 # answers its CM, so the server must end the connection by itself, not
 # at a connect-timeout-ms deadline (except in the flood, which abandons
 # handshakes).  GFR_HOSTILE_CASES="CASE..." runs only those.
@@ -66,6 +67,7 @@ hostile() {
 	local case=$1 port=$2 pattern=$3 log=$dir/echo before i rc deadlines
 	[ -z "${GFR_HOSTILE_CASES:-}" ] || [[ " $GFR_HOSTILE_CASES " == *" $case "* ]] || return 0
 	[ "$port" = $rr_port ] && log=$dir/rr
+	pattern="(connection with|connection request from) ${GFR_CLIENT_ADDR//./\\.} port [0-9]+: ($pattern)"
 	before=$(grep -c -E -- "$pattern" "$log")
 	deadlines=$(grep -c -E -- "$deadline" "$log")
 	timeout 120 "$here/hostile-peer" "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$case"
@@ -106,10 +108,10 @@ hostile truncated $echo_port "$violation \(message shorter than the header\)"
 hostile short-payload $echo_port "$violation \(length does not match the header\)"
 hostile stray-done $echo_port "$violation \(DONE or ERROR for a message that offered no read list\)"
 hostile stray-reply $echo_port "$violation \(reply claims more written bytes"
-hostile pdata-none $echo_port 'rejecting a connection request: peer is not a glusterfs-rdma peer'
-hostile pdata-version $echo_port 'rejecting a connection request: peer speaks another'
-hostile pdata-magic $echo_port 'rejecting a connection request: peer is not a glusterfs-rdma peer'
-hostile pdata-credits $echo_port 'rejecting a connection request: peer.s connection parameters out of range'
+hostile pdata-none $echo_port 'peer is not a glusterfs-rdma peer'
+hostile pdata-version $echo_port 'peer speaks another'
+hostile pdata-magic $echo_port 'peer is not a glusterfs-rdma peer'
+hostile pdata-credits $echo_port 'peer.s connection parameters out of range'
 hostile early $echo_port 'connection rejected by the peer|connecting failed'
 hostile early-violation $echo_port "$violation \(unknown message type\)"
 

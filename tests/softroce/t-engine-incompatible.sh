@@ -18,7 +18,7 @@ if timeout 60 "$raw" -c "$GFR_SERVER_ADDR" -b "$GFR_CLIENT_ADDR" -p 20092 -n 1 >
 	fail=1
 fi
 cat "$out.c"
-wait_for_output "$out" "rejecting a connection request: peer is not a glusterfs-rdma peer" 10 || fail=1
+wait_for_output "$out" "rejecting a connection request from $GFR_CLIENT_ADDR port [0-9]*: peer is not a glusterfs-rdma peer" 10 || fail=1
 grep -q "REJECTED" "$out.c" || { echo "t-engine-incompatible: rc-pingpong was not told REJECTED"; fail=1; }
 kill "$server"
 wait "$server" 2>/dev/null

@@ -7,11 +7,13 @@
  * ibv_modify_qp replaces libibverbs' for the objects linked here.  Errors
  * rxe cannot be made to produce on demand.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +52,10 @@ static struct ibv_mr fake_mr;
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 
-/* An established connection with 8 credits each way and 8 send slots. */
+/* An established connection with 8 credits each way and 8 send slots,
+ * with a peer at peer (NULL: unknown). */
 static struct gfr_rdma_conn *
-make_conn(void)
+make_conn_with(const struct sockaddr *peer)
 {
     struct gfr_rdma_conn *conn;
 
@@ -62,7 +65,7 @@ make_conn(void)
     fake_ctx.ops.post_send = fake_post_send;
     fake_qp.context = &fake_ctx;
     dev.max_inline = 0;
-    conn = gfr_rdma_conn_new(&engine);
+    conn = gfr_rdma_conn_new(&engine, peer);
     assert_non_null(conn);
     conn->dev = &dev;
     conn->qp = &fake_qp;
@@ -87,6 +90,12 @@ make_conn(void)
     post_send_result = 0;
     posts = qp_errors = 0;
     return conn;
+}
+
+static struct gfr_rdma_conn *
+make_conn(void)
+{
+    return make_conn_with(NULL);
 }
 
 static void
@@ -311,6 +320,53 @@ test_a_failed_flush_ends_the_connection_and_keeps_the_message(void **state)
     free_conn(conn);
 }
 
+static char logged[512];
+
+static void
+capture_log(const char *msg, void *arg)
+{
+    (void)arg;
+    snprintf(logged, sizeof(logged), "%s", msg);
+}
+
+/* What the engine logs about one connection of many names the peer. */
+static void
+test_messages_about_a_connection_name_its_peer(void **state)
+{
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons(4791)};
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(20000)};
+    const struct {
+        const struct sockaddr *peer;
+        const char *name;
+    } cases[] = {
+        {(const struct sockaddr *)&in, "10.1.2.3 port 4791"},
+        {(const struct sockaddr *)&in6, "fd99::2 port 20000"},
+        {NULL, "an unknown address"},
+    };
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 1, .inline_len = 4};
+    struct iovec iov = {"abcd", 4};
+    char want[256];
+
+    (void)state;
+    inet_pton(AF_INET, "10.1.2.3", &in.sin_addr);
+    inet_pton(AF_INET6, "fd99::2", &in6.sin6_addr);
+    gfr_rdma_set_log(capture_log, NULL);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gfr_rdma_conn *conn = make_conn_with(cases[i].peer);
+
+        logged[0] = 0;
+        post_send_result = ENOMEM;
+        pthread_mutex_lock(&conn->lock);
+        assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), -ENOMEM);
+        pthread_mutex_unlock(&conn->lock);
+        snprintf(want, sizeof(want), "connection with %s: ibv_post_send failed: %s",
+                 cases[i].name, strerror(ENOMEM));
+        assert_string_equal(logged, want);
+        free_conn(conn);
+    }
+    gfr_rdma_set_log(NULL, NULL);
+}
+
 int
 main(void)
 {
@@ -321,6 +377,7 @@ main(void)
         cmocka_unit_test(test_sending_without_a_credit_is_a_violation),
         cmocka_unit_test(test_a_failed_post_gives_the_slot_back),
         cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
+        cmocka_unit_test(test_messages_about_a_connection_name_its_peer),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
