@@ -117,7 +117,9 @@ submit_record(rpc_transport_t *this, const struct record *r)
     payload_len = iov_bytes(msg->progpayload, msg->progpayloadcount);
     head[0].iov_len = GFR_FRAME_PREFIX;
     memcpy(head + 1, msg->rpchdr, msg->rpchdrcount * sizeof(*head));
-    memcpy(head + 1 + msg->rpchdrcount, msg->proghdr, msg->proghdrcount * sizeof(*head));
+    if (msg->proghdrcount) /* a portmap query has none, and proghdr is NULL */
+        memcpy(head + 1 + msg->rpchdrcount, msg->proghdr,
+               msg->proghdrcount * sizeof(*head));
     m.head = head;
     m.head_cnt = 1 + (unsigned)msg->rpchdrcount + (unsigned)msg->proghdrcount;
     m.bulk = msg->progpayload;
