@@ -64,8 +64,9 @@ gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
     gfr_rdma_log("connection with %s: %s", conn->peer_name, msg);
 }
 
-/* "HOST port N", or "an unknown address" when sa is NULL (the CM lost
- * it) or of another family.  No state; any thread. */
+/* "HOST port N" of an address (a peer's, or a listener's own), or "an
+ * unknown address" when sa is NULL (the CM lost it) or of another family.
+ * No state; any thread. */
 void
 gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX])
 {

@@ -15,7 +15,6 @@
 #include <urcu/uatomic.h>
 #include <urcu/urcu-memb.h>
 
-#include "gfr_addr.h"
 #include "gfr_clock.h"
 #include "rdma-internal.h"
 
@@ -261,11 +260,10 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
 static void
 log_listener(const struct gfr_rdma_listener *listener, const char *what)
 {
-    char host[INET6_ADDRSTRLEN];
-    unsigned port;
+    char name[GFR_RDMA_PEER_NAME_MAX];
 
-    gfr_addr_host_port((const struct sockaddr *)&listener->addr, host, &port);
-    gfr_rdma_log("listener on %s port %u: %s", host, port, what);
+    gfr_rdma_peer_name((const struct sockaddr *)&listener->addr, name);
+    gfr_rdma_log("listener on %s: %s", name, what);
 }
 
 /* Binds and listens on listener->addr: 0 or -errno.  The CM path of the
