@@ -135,6 +135,20 @@ wait_port_active() {
 	return 1
 }
 
+# sanitized_engine_test: the ASan+UBSan build's engine-test, for servers
+# that must show any sanitizer report (LeakSanitizer on): $GFR_BUILDDIR's
+# own when it is that build, else $GFR_BUILDDIR-asan's (scripts/check
+# builds it beside ./build).  Prints nothing when there is none.
+sanitized_engine_test() {
+	local prog
+	for prog in "$GFR_BUILDDIR/tests/softroce/engine-test" "$GFR_BUILDDIR-asan/tests/softroce/engine-test"; do
+		if [ -x "$prog" ] && ldd "$prog" | grep -q libasan; then
+			echo "$prog"
+			return
+		fi
+	done
+}
+
 # server_log_verdict LOG: an engine-test server's log once it stopped:
 # what the engine logged, by count (numbers as N); its summary line, and
 # no sanitizer report, or a failure.

@@ -127,6 +127,31 @@ expect_event(struct hp *hp, enum rdma_cm_event_type want)
     return 0;
 }
 
+/* Undoes prepare() or one of flood()'s connection attempts, whatever part
+ * of it was done, so that the sanitized build's LeakSanitizer checks this
+ * peer too.  Destroying the id of a connected or half-open connection ends
+ * it on the server (DREQ or REJ), as exiting would. */
+static void
+release(struct hp *hp)
+{
+    if (hp->qp)
+        ibv_destroy_qp(hp->qp);
+    else if (hp->id && hp->id->qp)
+        rdma_destroy_qp(hp->id);
+    if (hp->mr)
+        ibv_dereg_mr(hp->mr);
+    free(hp->mem);
+    if (hp->cq)
+        ibv_destroy_cq(hp->cq);
+    if (hp->pd)
+        ibv_dealloc_pd(hp->pd);
+    if (hp->id)
+        rdma_destroy_id(hp->id);
+    if (hp->ch)
+        rdma_destroy_event_channel(hp->ch);
+    *hp = (struct hp){0};
+}
+
 static int
 modify_qp(struct hp *hp, enum ibv_qp_state state)
 {
@@ -158,20 +183,25 @@ prepare(struct hp *hp, const char *addr, const char *port, const char *bind_addr
     struct addrinfo *dst, *src;
     struct ibv_qp_init_attr qa = {0};
     size_t size = NRECV * RECV_SIZE + SEND_SIZE + BULK_SIZE;
+    int err;
 
     hp->ch = rdma_create_event_channel();
     if (!hp->ch || rdma_create_id(hp->ch, &hp->id, hp, RDMA_PS_TCP) != 0)
         return broken("rdma_create_id");
-    if (getaddrinfo(addr, port, &hints, &dst) != 0 ||
-        getaddrinfo(bind_addr, NULL, &hints, &src) != 0)
+    if (getaddrinfo(addr, port, &hints, &dst) != 0)
         return broken("bad address");
-    if (rdma_resolve_addr(hp->id, src->ai_addr, dst->ai_addr, WAIT_MS) != 0 ||
-        expect_event(hp, RDMA_CM_EVENT_ADDR_RESOLVED) != 0 ||
-        rdma_resolve_route(hp->id, WAIT_MS) != 0 ||
-        expect_event(hp, RDMA_CM_EVENT_ROUTE_RESOLVED) != 0)
-        return broken("resolving the server");
+    if (getaddrinfo(bind_addr, NULL, &hints, &src) != 0) {
+        freeaddrinfo(dst);
+        return broken("bad bind address");
+    }
+    err = rdma_resolve_addr(hp->id, src->ai_addr, dst->ai_addr, WAIT_MS) != 0 ||
+          expect_event(hp, RDMA_CM_EVENT_ADDR_RESOLVED) != 0 ||
+          rdma_resolve_route(hp->id, WAIT_MS) != 0 ||
+          expect_event(hp, RDMA_CM_EVENT_ROUTE_RESOLVED) != 0;
     freeaddrinfo(dst);
     freeaddrinfo(src);
+    if (err)
+        return broken("resolving the server");
     hp->pd = ibv_alloc_pd(hp->id->verbs);
     hp->cq = hp->pd ? ibv_create_cq(hp->id->verbs, 4 * NRECV, NULL, NULL, 0) : NULL;
     hp->mem = aligned_alloc(4096, size);
@@ -554,10 +584,14 @@ flood(const char *addr, const char *port, const char *bind_addr)
     uint8_t pdata[GFR_CM_PRIVATE_SIZE];
     struct hp ids[FLOOD] = {0};
     unsigned established = 0, rejected = 0;
+    int err = 0;
 
-    if (getaddrinfo(addr, port, &hints, &dst) != 0 ||
-        getaddrinfo(bind_addr, NULL, &hints, &src) != 0)
+    if (getaddrinfo(addr, port, &hints, &dst) != 0)
         return broken("flood: bad address");
+    if (getaddrinfo(bind_addr, NULL, &hints, &src) != 0) {
+        freeaddrinfo(dst);
+        return broken("flood: bad bind address");
+    }
     gfr_cm_encode(&mine, pdata, sizeof(pdata));
     for (unsigned i = 0; i < FLOOD; i++) {
         struct hp *hp = &ids[i];
@@ -574,36 +608,38 @@ flood(const char *addr, const char *port, const char *bind_addr)
             rdma_resolve_addr(hp->id, src->ai_addr, dst->ai_addr, WAIT_MS) != 0 ||
             expect_event(hp, RDMA_CM_EVENT_ADDR_RESOLVED) != 0 ||
             rdma_resolve_route(hp->id, WAIT_MS) != 0 ||
-            expect_event(hp, RDMA_CM_EVENT_ROUTE_RESOLVED) != 0)
-            return broken("flood: resolving the server");
+            expect_event(hp, RDMA_CM_EVENT_ROUTE_RESOLVED) != 0) {
+            err = broken("flood: resolving the server");
+            break;
+        }
         hp->pd = ibv_alloc_pd(hp->id->verbs);
         hp->cq = hp->pd ? ibv_create_cq(hp->id->verbs, 8, NULL, NULL, 0) : NULL;
         qa.send_cq = qa.recv_cq = hp->cq;
         if (!hp->cq || rdma_create_qp(hp->id, hp->pd, &qa) != 0 ||
-            rdma_connect(hp->id, &cp) != 0)
-            return broken("flood: connect");
-        if (i % 4 == 0) {
-            rdma_destroy_qp(hp->id);
-            rdma_destroy_id(hp->id);
-            hp->id = NULL;
+            rdma_connect(hp->id, &cp) != 0) {
+            err = broken("flood: connect");
+            break;
         }
+        if (i % 4 == 0)
+            release(hp);
     }
     freeaddrinfo(dst);
     freeaddrinfo(src);
-    sleep(2);
+    if (!err)
+        sleep(2);
     for (unsigned i = 0; i < FLOOD; i++) {
         enum rdma_cm_event_type type;
 
-        if (!ids[i].id)
-            continue;
-        if (next_event(&ids[i], 0, &type, NULL, NULL) == 0) {
+        if (!err && ids[i].id && next_event(&ids[i], 0, &type, NULL, NULL) == 0) {
             established += type == RDMA_CM_EVENT_ESTABLISHED;
             rejected += type == RDMA_CM_EVENT_REJECTED;
         }
-        rdma_disconnect(ids[i].id);
-        rdma_destroy_qp(ids[i].id);
-        rdma_destroy_id(ids[i].id);
+        if (ids[i].id)
+            rdma_disconnect(ids[i].id);
+        release(&ids[i]);
     }
+    if (err)
+        return err;
     printf("hostile-peer: flood: %u connection requests, %u dropped at once; of the "
            "rest %u established and %u rejected within 2 s; all dropped\n",
            FLOOD, (FLOOD + 3) / 4, established, rejected);
@@ -718,11 +754,14 @@ int
 main(int argc, char **argv)
 {
     struct hp hp = {0};
+    int err;
 
     if (argc != 5) {
         fprintf(stderr, "usage: hostile-peer ADDR PORT BINDADDR CASE\n");
         return 2;
     }
     case_name = argv[4];
-    return run_case(&hp, argv[4], argv[1], argv[2], argv[3]);
+    err = run_case(&hp, argv[4], argv[1], argv[2], argv[3]);
+    release(&hp);
+    return err;
 }

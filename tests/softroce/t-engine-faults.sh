@@ -1,6 +1,7 @@
 #!/bin/bash
 # Faults injected into a running fabric, against one long-lived server
-# (-c 0; the ASan+UBSan build's engine-test when GFR_BUILDDIR-asan has one):
+# (-c 0; the ASan+UBSan build's engine-test when there is one, see
+# sanitized_engine_test):
 #
 #  - kill -9 at a random moment, GFR_FAULT_CYCLES times (default 20; the
 #    long run in docs/reliability.md used 100),
@@ -30,10 +31,11 @@ set -u
 . "$(dirname "$0")/fabric-lib.sh"
 here=${GFR_BUILDDIR:?}/tests/softroce
 client_prog=$here/engine-test
-server_prog=$here/engine-test
-if [ -x "$GFR_BUILDDIR-asan/tests/softroce/engine-test" ]; then
-	server_prog=$GFR_BUILDDIR-asan/tests/softroce/engine-test
+server_prog=$(sanitized_engine_test)
+if [ -n "$server_prog" ]; then
 	echo "t-engine-faults: servers built with the sanitizers ($server_prog)"
+else
+	server_prog=$here/engine-test
 fi
 cycles=${GFR_FAULT_CYCLES:-20}
 port=20130

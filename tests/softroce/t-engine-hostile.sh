@@ -6,17 +6,17 @@
 # torn down with its reason in the server's log; the honest clients must
 # verify every byte; at the end each server has ended every connection
 # exactly once and holds no QP.  The servers are the ASan+UBSan build's
-# engine-test when GFR_BUILDDIR-asan has one (scripts/check builds it), with
-# LeakSanitizer on: any sanitizer report fails the test.
+# engine-test when there is one (sanitized_engine_test), with LeakSanitizer
+# on: any sanitizer report fails the test.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 here=${GFR_BUILDDIR:?}/tests/softroce
-server_prog=$here/engine-test
-if [ -x "$GFR_BUILDDIR-asan/tests/softroce/engine-test" ]; then
-	server_prog=$GFR_BUILDDIR-asan/tests/softroce/engine-test
+server_prog=$(sanitized_engine_test)
+if [ -n "$server_prog" ]; then
 	echo "t-engine-hostile: servers built with the sanitizers ($server_prog)"
 else
-	echo "t-engine-hostile: no sanitizer build next to $GFR_BUILDDIR; plain servers"
+	server_prog=$here/engine-test
+	echo "t-engine-hostile: no sanitizer build of engine-test; plain servers"
 fi
 dir=$(mktemp -d)
 trap 'touch "$dir/stop"; kill -9 $echo_srv $rr_srv $honest 2>/dev/null; rm -rf "$dir"' EXIT
