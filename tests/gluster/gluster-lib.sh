@@ -18,8 +18,11 @@ GFR_GLUSTER_MAX_LO=20
 # rdma.so that needs the sanitizers' runtime loaded first in the stock
 # GlusterFS programs that load it.  with_sanitizers CMD [ARG...] runs CMD
 # with it preloaded when rdma.so needs it (plainly otherwise), reports
-# going to $GFR_GLUSTER_LOGS/sanitizer.PID (glusterfsd and glusterfs
-# daemonize; run-suite fails a test that leaves one).  LeakSanitizer
+# going to $GFR_GLUSTER_LOGS/sanitizer.PID (ASan) and ubsan.PID (UBSan,
+# which rdma.so carries inside, see configure.ac; a file of its own, as both
+# runtimes would truncate the same one): glusterfsd, glusterfs and glusterd
+# daemonize with stderr on /dev/null.  run-suite fails a test that leaves
+# an error in either.  LeakSanitizer
 # stays off in them: it dies in glusterfsd ("Tracer caught signal 11":
 # GlusterFS's synctasks switch stacks), and in gfapi it reports
 # GlusterFS's own never-freed allocations, whose stacks pass through
@@ -33,7 +36,7 @@ gfr_sanitizer_runtime=$(ldd "${GFR_BUILDDIR:?}/rpc-transport-rdma/.libs/rdma.so"
 gfr_sanitizer_env=()
 [ -z "$gfr_sanitizer_runtime" ] || gfr_sanitizer_env=(LD_PRELOAD="$gfr_sanitizer_runtime"
 	ASAN_OPTIONS="log_path=$GFR_GLUSTER_LOGS/sanitizer:detect_leaks=0:fast_unwind_on_malloc=0"
-	UBSAN_OPTIONS="log_path=$GFR_GLUSTER_LOGS/sanitizer:print_stacktrace=1")
+	UBSAN_OPTIONS="log_path=$GFR_GLUSTER_LOGS/ubsan:print_stacktrace=1")
 with_sanitizers() {
 	env "${gfr_sanitizer_env[@]}" "$@"
 }
