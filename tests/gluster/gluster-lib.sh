@@ -49,8 +49,8 @@ with_sanitizers() {
 # and glfs_init), and rdma.so's init runs inside glfs_init, so a
 # suppression could not hide them without hiding ours.
 with_leak_check() {
-	[ -n "$gfr_sanitizer_runtime" ] || { "$@"; return; }
 	rm -f "$GFR_GLUSTER_LOGS"/lsan.*
+	[ -n "$gfr_sanitizer_runtime" ] || { "$@"; return; }
 	env "${gfr_sanitizer_env[@]}" \
 		ASAN_OPTIONS="log_path=$GFR_GLUSTER_LOGS/lsan:detect_leaks=1:exitcode=23:fast_unwind_on_malloc=0:malloc_context_size=40" \
 		"$@"
