@@ -24,10 +24,9 @@ GFR_GLUSTER_MAX_LO=20
 # daemonize with stderr on /dev/null.  run-suite fails a test that leaves
 # an error in either.  LeakSanitizer
 # stays off in them: it dies in glusterfsd ("Tracer caught signal 11":
-# GlusterFS's synctasks switch stacks), and in gfapi it reports
-# GlusterFS's own never-freed allocations, whose stacks pass through
-# rdma.so's init too; the engine's VM tests and the host tests are where
-# our leaks are looked for (docs/reliability.md).  gfr_sanitizer_env holds
+# GlusterFS's synctasks switch stacks); a gfapi client can have it with
+# with_leak_check.  The engine's VM tests and the host tests look for our
+# leaks too (docs/reliability.md).  gfr_sanitizer_env holds
 # that environment as env(1) arguments: `env "${gfr_sanitizer_env[@]}" CMD &`
 # leaves CMD's own pid in $! (a backgrounded function would leave a
 # subshell's).
@@ -45,8 +44,8 @@ with_sanitizers() {
 # a gfapi program that ends with glfs_fini; its reports go to
 # $GFR_GLUSTER_LOGS/lsan.PID and it exits 23 when it wrote one.  Judge them
 # with rdma_leak_verdict.  GlusterFS leaves allocations of its own to exit
-# (9, 6,765 bytes, in a 32 MiB check: under glfs_new, glfs_set_volfile
-# and glfs_init), and rdma.so's init runs inside glfs_init, so a
+# (under glfs_new, glfs_set_volfile and glfs_init; figures in
+# docs/reliability.md), and rdma.so's init runs inside glfs_init, so a
 # suppression could not hide them without hiding ours.
 with_leak_check() {
 	rm -f "$GFR_GLUSTER_LOGS"/lsan.*

@@ -33,18 +33,6 @@ prog=${GFR_BUILDDIR:?}/tests/gluster/gfapi-io
 cycles=${GFR_GLUSTER_FAULT_CYCLES:-6}
 run=$GFR_GLUSTER_RUN/$name
 io= victim=
-recreate= # set from the link flap on: rxe may carry no CM traffic after it
-fabric_repair() {
-	if [ -n "$recreate" ]; then
-		rdma link delete rxe0
-		rdma link delete rxe1
-		recreate=
-	fi
-	ip link set veth1 up
-	fabric_routes
-	[ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev veth0
-	[ -e /sys/class/infiniband/rxe1 ] || rdma link add rxe1 type rxe netdev veth1
-}
 trap 'kill -9 $io $victim 2>/dev/null; brick_stop $name; fabric_repair; rm -rf "$run"' EXIT
 test_name=t-faults
 
@@ -169,7 +157,7 @@ stop_io dev
 # --- the link under the client's connection down for 3 s
 start_io flap 256 || exit 1
 sleep 2
-recreate=1
+fabric_recreate=1
 ip link set veth1 down
 sleep 3
 ip link set veth1 up

@@ -101,6 +101,25 @@ fabric_routes() {
 		ip -6 addr replace fd99::2/128 dev veth1 nodad
 }
 
+# fabric_repair: leaves the fabric as fabric-up made it, whatever a fault
+# test did to it (for its EXIT trap, and before the tests after it).  A
+# test sets fabric_recreate=1 before a link flap: with traffic in flight a
+# flap can leave rxe (Linux 6.1) unable to carry CM traffic, so both
+# devices are then deleted and made anew.
+fabric_recreate=
+fabric_repair() {
+	if [ -n "$fabric_recreate" ]; then
+		rdma link delete rxe0
+		rdma link delete rxe1
+		fabric_recreate=
+	fi
+	ip link set veth0 up 2>/dev/null
+	ip link set veth1 up 2>/dev/null
+	[ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev veth0
+	[ -e /sys/class/infiniband/rxe1 ] || rdma link add rxe1 type rxe netdev veth1
+	fabric_routes
+}
+
 # For tests that go on after a failure (set test_name first): fail WHY
 # prints and records it; failures_summary repeats them all at the end,
 # where CI's excerpt of the log shows them, and returns 1 if there was

@@ -41,19 +41,6 @@ cycles=${GFR_FAULT_CYCLES:-20}
 port=20130
 victim_port=20131
 dir=$(mktemp -d)
-recreate= # set while the rxe devices need re-creating (after the link flap)
-fabric_repair() { # leaves the fabric as fabric-up made it, whatever failed
-	if [ -n "$recreate" ]; then
-		rdma link delete rxe0
-		rdma link delete rxe1
-		recreate=
-	fi
-	ip link set veth0 up 2>/dev/null
-	ip link set veth1 up 2>/dev/null
-	[ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev veth0
-	[ -e /sys/class/infiniband/rxe1 ] || rdma link add rxe1 type rxe netdev veth1
-	fabric_routes
-}
 trap 'kill -9 $server $victim $client 2>/dev/null; fabric_repair; rm -rf "$dir"' EXIT
 server= victim= client=
 test_name=t-engine-faults
@@ -201,7 +188,7 @@ sleep 2
 # that the count can see them, or its zero below would prove nothing
 held=$(qps_of $victim)
 [ "$held" -gt 0 ] || fail "link down: qps_of sees none of the server's QPs before the fault"
-recreate=1
+fabric_recreate=1
 ip link set veth1 down
 start=$(date +%s)
 sleep 3
@@ -232,7 +219,7 @@ victim=
 for dev in rxe0 rxe1; do
 	timeout -s KILL 60 rdma link delete $dev || fail "rdma link delete $dev failed or hung"
 done
-recreate=
+fabric_recreate=
 fabric_repair
 wait_active rxe0
 wait_active rxe1
