@@ -287,7 +287,6 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         struct gfr_xfer_op op;
         struct ibv_sge sge;
         struct ibv_send_wr wr;
-        struct ibv_send_wr *bad;
         int err;
 
         if (gfr_xfer_next(&x->plan, &op) != 1) {
@@ -305,7 +304,7 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         wr.wr.rdma.remote_addr = op.remote_addr;
         wr.wr.rdma.rkey = op.rkey;
         gfr_rdma_conn_get(conn);
-        err = ibv_post_send(conn->qp, &wr, &bad);
+        err = gfr_rdma_dev_post_send(conn->dev, conn->qp, &wr);
         if (err) {
             gfr_rdma_conn_log(conn, "posting an RDMA %s of %u bytes failed: %s",
                               x->is_pull ? "READ" : "WRITE", op.length, strerror(err));

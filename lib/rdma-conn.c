@@ -424,7 +424,6 @@ flush_qp(struct gfr_rdma_conn *conn)
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->drain_wr,
                              .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
-    struct ibv_send_wr *bad;
     int err;
 
     if (!conn->qp)
@@ -433,7 +432,7 @@ flush_qp(struct gfr_rdma_conn *conn)
     if (!conn->sq_count)
         return;
     gfr_rdma_conn_get(conn);
-    err = ibv_post_send(conn->qp, &wr, &bad);
+    err = gfr_rdma_dev_post_send(conn->dev, conn->qp, &wr);
     if (err) {
         /* Cannot tell which unsignaled SENDs completed: keep their
          * references (the connection is not freed) rather than guess. */
@@ -471,7 +470,6 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->keepalive_wr,
                              .opcode = IBV_WR_RDMA_WRITE,
                              .send_flags = IBV_SEND_SIGNALED};
-    struct ibv_send_wr *bad;
     const struct gfr_rdma_opts *opts = &conn->engine->opts;
     uint64_t now = gfr_now_ns();
     uint64_t patience = 2 * retry_bound_ns(opts);
@@ -488,7 +486,7 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     }
     if (conn->state == GFR_CONN_ESTABLISHED && conn->qp && !conn->keepalive_posted) {
         gfr_rdma_conn_get(conn);
-        err = ibv_post_send(conn->qp, &wr, &bad);
+        err = gfr_rdma_dev_post_send(conn->dev, conn->qp, &wr);
         if (err) {
             gfr_rdma_conn_log(conn, "posting a keepalive: %s; disconnecting", strerror(err));
             gfr_rdma_conn_put(conn);

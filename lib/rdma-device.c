@@ -156,6 +156,7 @@ dev_free(struct gfr_rdma_dev *dev)
     gfr_rdma_srq_destroy(dev);
     if (dev->pd)
         ibv_dealloc_pd(dev->pd);
+    pthread_mutex_destroy(&dev->post_lock);
     free(dev);
 }
 
@@ -190,22 +191,33 @@ poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
 }
 
 /*
- * What some providers need beyond the verbs contract.  rxe (Linux 6.1)
- * replays an RDMA READ or WRITE after the reader has answered DONE (or
- * after the reply): in the VM, 1 run in 3 of the 4 MiB message test found
- * its QP moved to the error state, with no completion, by an rkey that
- * had just been deregistered, and never once with deregistration left
- * out (8 runs).  There revoked MRs stay registered for a grace of two ACK
- * timeouts.
+ * What some providers need beyond the verbs contract.
+ *
+ * rxe (Linux 6.1) replays an RDMA READ or WRITE after the reader has
+ * answered DONE (or after the reply): in the VM, 1 run in 3 of the 4 MiB
+ * message test found its QP moved to the error state, with no completion,
+ * by an rkey that had just been deregistered, and never once with
+ * deregistration left out (8 runs).  There revoked MRs stay registered for
+ * a grace of two ACK timeouts.
+ *
+ * rxe (Linux 6.1) also does a user QP's sending in the thread that posts,
+ * and when the netdev refuses a packet (a veth whose peer just went down)
+ * that loop can go on inside the system call until the netdev takes
+ * packets again, without ever giving up the CPU (docs/softroce.md, "rxe's
+ * requester loop").  What ends it, the kernel worker that notices the
+ * lost carrier, needs a CPU: with a thread of ours looping on every CPU,
+ * nothing runs again.  So posts to an rxe device go one at a time: at most
+ * one of our threads can be in that loop, and the other CPUs stay free.
  */
 struct gfr_provider_quirks {
     uint32_t vendor_id;
     const char *what;
     int keep_revoked_mrs; /* for 2 x the QP's ACK timeout */
+    int serialize_posts;  /* one ibv_post_send at a time per device */
 };
 
 static const struct gfr_provider_quirks provider_quirks[] = {
-    {0xffffff, "software RoCE (rxe)", 1},
+    {0xffffff, "software RoCE (rxe)", 1, 1},
 };
 
 static void
@@ -218,7 +230,70 @@ apply_quirks(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
             continue;
         if (q->keep_revoked_mrs)
             dev->revoke_grace_ns = 2 * 4096ull << dev->engine->opts.qp_timeout;
+        dev->serialize_posts = q->serialize_posts;
     }
+}
+
+/*
+ * ibv_post_send on a QP of dev, one at a time where the provider needs it
+ * (serialize_posts above; dev->post_lock is a leaf lock, taken under
+ * conn->lock).  While serialized, the post being made is published
+ * (posting_qp, then posting_since_ns, uatomic) for
+ * gfr_rdma_dev_check_posts.  The data path's convention: 0 or a positive
+ * errno.
+ */
+int
+gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+    struct ibv_send_wr *bad;
+    int err;
+
+    if (!dev->serialize_posts)
+        return ibv_post_send(qp, wr, &bad);
+    pthread_mutex_lock(&dev->post_lock);
+    uatomic_set(&dev->posting_qp, qp);
+    uatomic_set(&dev->posting_since_ns, gfr_now_ns());
+    err = ibv_post_send(qp, wr, &bad);
+    uatomic_set(&dev->posting_since_ns, 0);
+    pthread_mutex_unlock(&dev->post_lock);
+    return err;
+}
+
+/*
+ * A serialized post that has not returned for GFR_RDMA_STUCK_POST_NS is
+ * rxe's requester loop (above): its QP is moved to the error state, which
+ * ends the loop (a QP in error sends nothing); its work requests then
+ * flush and its connection fails as on any send error.  The QP is alive:
+ * its poster holds a reference on its connection, and only the CM thread,
+ * which calls this every 100 ms, destroys QPs.  posting_since_ns is read
+ * on both sides of posting_qp, so that a QP is only blamed for a post
+ * that was its own.  Takes engine->lock to walk the devices.
+ */
+void
+gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns)
+{
+    struct gfr_rdma_dev *dev;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(dev, &engine->devices, link) {
+        uint64_t since = uatomic_read(&dev->posting_since_ns);
+        struct ibv_qp *qp = uatomic_read(&dev->posting_qp);
+        struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+
+        cmm_smp_rmb();
+        /* since may be later than now_ns: a post that began after the
+         * caller read the clock. */
+        if (!since || now_ns < since || now_ns - since < GFR_RDMA_STUCK_POST_NS ||
+            uatomic_read(&dev->posting_since_ns) != since || dev->stuck_post_ended == since)
+            continue;
+        dev->stuck_post_ended = since;
+        gfr_rdma_log("%s: ibv_post_send on QP %u has not returned for %llu ms (the provider "
+                     "loops in its send path: see docs/softroce.md): moving the QP to the "
+                     "error state", ibv_get_device_name(dev->verbs->device), qp->qp_num,
+                     (unsigned long long)((now_ns - since) / 1000000));
+        ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+    }
+    pthread_mutex_unlock(&engine->lock);
 }
 
 static int
@@ -235,6 +310,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         return -ENOMEM;
     dev->engine = engine;
     dev->verbs = verbs;
+    pthread_mutex_init(&dev->post_lock, NULL);
     if (ibv_query_device(verbs, &attr) != 0) {
         err = -errno;
         gfr_rdma_log("%s: ibv_query_device failed: %s", name, strerror(-err));
@@ -246,6 +322,9 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     dev->max_init_rd_atom = attr.max_qp_init_rd_atom > 255
                                 ? 255 : (uint32_t)attr.max_qp_init_rd_atom;
     apply_quirks(dev, &attr);
+    err = gfr_rdma_async_watch(dev);
+    if (err)
+        goto fail;
     dev->pd = ibv_alloc_pd(verbs);
     if (!dev->pd) {
         err = -(errno ? errno : ENOMEM);

@@ -519,21 +519,34 @@ close_listeners(struct gfr_rdma *engine)
     pthread_mutex_unlock(&engine->lock);
 }
 
+/* Devices whose async events the CM thread watches; more are not
+ * watched (a process of GlusterFS uses one or two). */
+#define WATCHED_DEVICES 16
+
 static void *
 cm_main(void *arg)
 {
     struct gfr_rdma *engine = arg;
-    struct pollfd pfds[2] = {{.fd = engine->channel->fd, .events = POLLIN},
-                             {.fd = engine->wake_fd, .events = POLLIN}};
+    struct pollfd pfds[2 + WATCHED_DEVICES];
+    struct gfr_rdma_dev *devs[WATCHED_DEVICES];
 
     urcu_memb_register_thread(); /* adds and removes SRQ table entries */
+    pfds[0] = (struct pollfd){.fd = engine->channel->fd, .events = POLLIN};
+    pfds[1] = (struct pollfd){.fd = engine->wake_fd, .events = POLLIN};
     while (!uatomic_read(&engine->stopping)) {
+        unsigned ndevs;
+
         if (uatomic_read(&engine->destroying) && disconnect_all(engine) == 0)
             break;
+        ndevs = gfr_rdma_async_fds(engine, pfds + 2, devs, WATCHED_DEVICES);
         /* Also every 100 ms without events: handshakes expire and
          * listeners come back on their own. */
-        if (poll(pfds, 2, 100) < 0)
-            pfds[0].revents = pfds[1].revents = 0;
+        if (poll(pfds, 2 + ndevs, 100) < 0)
+            for (unsigned i = 0; i < 2 + ndevs; i++)
+                pfds[i].revents = 0;
+        for (unsigned i = 0; i < ndevs; i++)
+            if (pfds[2 + i].revents)
+                gfr_rdma_async_handle(engine, devs[i], pfds[2 + i].revents);
         if (pfds[0].revents & POLLIN)
             handle_cm_event(engine);
         if (pfds[1].revents & POLLIN) {
@@ -544,6 +557,7 @@ cm_main(void *arg)
         close_listeners(engine);
         reap_all(engine);
         run_timers(engine);
+        gfr_rdma_dev_check_posts(engine, gfr_now_ns());
         gfr_rdma_dev_free_removed(engine);
         relisten(engine);
     }

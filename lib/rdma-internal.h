@@ -130,7 +130,18 @@ struct gfr_rdma_dev {
     /* Provider quirk (rdma-device.c): how long a revoked MR stays
      * registered, 0 = deregistered at once. */
     uint64_t revoke_grace_ns;
+    int async_closed; /* its async event fd reported an error (CM thread) */
+    int serialize_posts; /* provider quirk: one post at a time (rdma-device.c) */
+    pthread_mutex_t post_lock;
+    struct ibv_qp *posting_qp;  /* the serialized post under way (uatomic) */
+    uint64_t posting_since_ns;  /* when it began, 0: none (uatomic) */
+    uint64_t stuck_post_ended;  /* posting_since_ns of the last one ended (CM thread) */
 };
+
+/* How long a serialized post may take before gfr_rdma_dev_check_posts
+ * ends it: rxe sends up to 1024 packets (4 MiB) in the posting thread,
+ * about 50 ms in the VM; hardware returns in microseconds. */
+#define GFR_RDMA_STUCK_POST_NS 1000000000ull
 
 /* MRs whose remote access was revoked, kept registered until expire_ns
  * (dev->revoke_grace_ns) on a connection's retired list. */
@@ -350,9 +361,18 @@ int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
                      int cq_entries, struct gfr_rdma_dev **dev,
                      struct gfr_rdma_poller **poller);
 void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
+int gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_send_wr *wr);
+void gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns);
 void gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs);
 void gfr_rdma_dev_free_removed(struct gfr_rdma *engine);
 void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
+
+/* rdma-async.c: the devices' asynchronous events (CM thread) */
+struct pollfd;
+int gfr_rdma_async_watch(struct gfr_rdma_dev *dev);
+unsigned gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
+                            struct gfr_rdma_dev **devs, unsigned max);
+void gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents);
 
 /* rdma-srq.c: the device's shared receive queue */
 int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);

@@ -136,7 +136,6 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = (uint32_t)len,
                           .lkey = conn->send_mr->lkey};
     struct ibv_send_wr wr;
-    struct ibv_send_wr *bad;
     int err;
 
     gfr_put_be16(buf + 4, grant);
@@ -155,7 +154,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
         wr.send_flags |= IBV_SEND_INLINE;
     ctx->offer = offer;
     gfr_rdma_conn_get(conn);
-    err = ibv_post_send(conn->qp, &wr, &bad);
+    err = gfr_rdma_dev_post_send(conn->dev, conn->qp, &wr);
     if (err) {
         ctx->offer = NULL;
         conn->free_slots[conn->nfree++] = slot;

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A device's asynchronous events (ibv_get_async_event), read by the CM
+ * thread.  A port that goes down (IBV_EVENT_PORT_ERR) ends every
+ * established connection on it at once, and a QP or device the adapter
+ * reports broken ends the connections on it: nothing is posted to them
+ * any more.
+ *
+ * Why at once, and not only when the retries run out: on Linux 6.1's rxe
+ * a SEND posted while the netdev under the port cannot transmit spins in
+ * the posting thread's system call until it can, rescheduling itself with
+ * no bound (docs/softroce.md, "rxe's requester loop").  A QP in the error
+ * state no longer transmits, which ends that loop.
+ *
+ * Threads: the CM thread only.  Devices are created and freed on it, and
+ * connections are finalized on it, so the device list it polls and the
+ * QPs it moves to error stay valid without engine->lock held.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+
+#include "rdma-internal.h"
+
+int
+gfr_rdma_async_watch(struct gfr_rdma_dev *dev)
+{
+    int fd = dev->verbs->async_fd;
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int err = -errno;
+
+        gfr_rdma_log("%s: cannot make its async event fd non-blocking: %s",
+                     ibv_get_device_name(dev->verbs->device), strerror(-err));
+        return err;
+    }
+    return 0;
+}
+
+unsigned
+gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
+                   struct gfr_rdma_dev **devs, unsigned max)
+{
+    struct gfr_rdma_dev *dev;
+    unsigned n = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(dev, &engine->devices, link) {
+        if (n == max)
+            break;
+        if (dev->async_closed)
+            continue;
+        pfds[n] = (struct pollfd){.fd = dev->verbs->async_fd, .events = POLLIN};
+        devs[n++] = dev;
+    }
+    pthread_mutex_unlock(&engine->lock);
+    return n;
+}
+
+/*
+ * Moves the QP to error without conn->lock first: a thread looping in
+ * rxe's post (see above) holds that lock until the QP stops transmitting.
+ * The CM thread may: finalisation, which destroys the QP, runs on it too,
+ * and verbs calls are thread-safe.  Then the connection fails as usual,
+ * under its lock.  1 when this ended it, 0 when it was ending already.
+ */
+static int
+end_conn(struct gfr_rdma_conn *conn, int reason)
+{
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    int ended;
+
+    if (conn->qp)
+        ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+    pthread_mutex_lock(&conn->lock);
+    ended = conn->state != GFR_CONN_DISCONNECTING;
+    gfr_rdma_conn_fail_locked(conn, reason);
+    pthread_mutex_unlock(&conn->lock);
+    return ended;
+}
+
+/* Ends the connections match() picks; returns how many it ended.
+ * Collects them under engine->lock and ends them without it (conn->lock
+ * is never taken under engine->lock); only the CM thread frees
+ * connections, so the batch stays valid. */
+static unsigned
+end_conns(struct gfr_rdma *engine, int (*match)(const struct gfr_rdma_conn *, const void *),
+          const void *arg, int reason)
+{
+    struct gfr_rdma_conn *batch[64];
+    const unsigned max = sizeof(batch) / sizeof(batch[0]);
+    struct gfr_rdma_conn *conn;
+    unsigned ended = 0;
+    unsigned seen = 0;
+    unsigned n;
+
+    do {
+        unsigned skip = seen;
+
+        n = 0;
+        pthread_mutex_lock(&engine->lock);
+        cds_list_for_each_entry(conn, &engine->conns, link) {
+            if (!match(conn, arg))
+                continue;
+            if (skip) { /* ended in an earlier batch; still listed */
+                skip--;
+                continue;
+            }
+            batch[n++] = conn;
+            if (n == max)
+                break;
+        }
+        pthread_mutex_unlock(&engine->lock);
+        for (unsigned i = 0; i < n; i++)
+            ended += (unsigned)end_conn(batch[i], reason);
+        seen += n;
+    } while (n == max);
+    return ended;
+}
+
+struct port_ref {
+    const struct gfr_rdma_dev *dev;
+    uint8_t port;
+};
+
+static int
+on_port(const struct gfr_rdma_conn *conn, const void *arg)
+{
+    const struct port_ref *ref = arg;
+
+    /* was_connected: read on the CM thread, which writes it. */
+    return conn->was_connected && conn->dev == ref->dev && conn->id &&
+           conn->id->port_num == ref->port;
+}
+
+static int
+on_dev(const struct gfr_rdma_conn *conn, const void *arg)
+{
+    return conn->was_connected && conn->dev == arg;
+}
+
+static int
+has_qp(const struct gfr_rdma_conn *conn, const void *arg)
+{
+    return conn->qp == arg;
+}
+
+static void
+handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv_async_event *ev)
+{
+    const char *name = ibv_get_device_name(dev->verbs->device);
+    unsigned n;
+
+    switch (ev->event_type) {
+    case IBV_EVENT_PORT_ERR: {
+        struct port_ref ref = {dev, (uint8_t)ev->element.port_num};
+
+        n = end_conns(engine, on_port, &ref, -ENETDOWN);
+        gfr_rdma_log("%s port %d went down (%s): %u connection(s) on it disconnected",
+                     name, ev->element.port_num, ibv_event_type_str(ev->event_type), n);
+        break;
+    }
+    case IBV_EVENT_PORT_ACTIVE:
+        gfr_rdma_log("%s port %d is active again", name, ev->element.port_num);
+        break;
+    case IBV_EVENT_DEVICE_FATAL:
+        n = end_conns(engine, on_dev, dev, -EIO);
+        gfr_rdma_log("%s: %s: %u connection(s) on it disconnected", name,
+                     ibv_event_type_str(ev->event_type), n);
+        break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+        n = end_conns(engine, has_qp, ev->element.qp, -EIO);
+        if (n)
+            gfr_rdma_log("%s: %s on QP %u: its connection disconnected", name,
+                         ibv_event_type_str(ev->event_type), ev->element.qp->qp_num);
+        break;
+    case IBV_EVENT_SRQ_ERR:
+        gfr_rdma_log("%s: %s: the shared receive queue is broken; its connections end "
+                     "as their receives fail", name, ibv_event_type_str(ev->event_type));
+        break;
+    default:
+        break; /* COMM_EST, LAST_WQE_REACHED, SRQ_LIMIT_REACHED, GID_CHANGE, ... */
+    }
+}
+
+void
+gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents)
+{
+    struct ibv_async_event ev;
+
+    while ((revents & POLLIN) && ibv_get_async_event(dev->verbs, &ev) == 0) {
+        /* Acked first: destroying a QP waits for its events' acks. */
+        struct ibv_async_event copy = ev;
+
+        ibv_ack_async_event(&ev);
+        handle_event(engine, dev, &copy);
+    }
+    /* A device the kernel has taken away (rdma link delete) keeps its fd
+     * readable for ever with an error: polling it would spin. */
+    if (revents & (POLLERR | POLLHUP | POLLNVAL)) {
+        dev->async_closed = 1;
+        gfr_rdma_log("%s: its async events ended (the device is going away)",
+                     ibv_get_device_name(dev->verbs->device));
+    }
+}
