@@ -6,11 +6,11 @@
  * reports broken ends the connections on it: nothing is posted to them
  * any more.
  *
- * Why at once, and not only when the retries run out: on Linux 6.1's rxe
- * a SEND posted while the netdev under the port cannot transmit spins in
- * the posting thread's system call until it can, rescheduling itself with
- * no bound (docs/softroce.md, "rxe's requester loop").  A QP in the error
- * state no longer transmits, which ends that loop.
+ * Why at once, and not only when the RC retries run out: a port that is
+ * down carries none of them, and on Linux 6.1's rxe posting to it can
+ * loop in the posting thread's system call (docs/softroce.md, "rxe's
+ * requester loop"); a QP in the error state sends nothing.  GlusterFS
+ * reconnects by itself once the port is back.
  *
  * Threads: the CM thread only.  Devices are created and freed on it, and
  * connections are finalized on it, so the device list it polls and the
@@ -24,6 +24,8 @@
 
 #include "rdma-internal.h"
 
+/* Makes dev's async event fd non-blocking, so that reading it never
+ * stalls the CM thread.  At device creation (CM thread). */
 int
 gfr_rdma_async_watch(struct gfr_rdma_dev *dev)
 {
@@ -40,6 +42,8 @@ gfr_rdma_async_watch(struct gfr_rdma_dev *dev)
     return 0;
 }
 
+/* Fills pfds and devs with the async fds of up to max devices still
+ * delivering events; returns how many.  Takes engine->lock. */
 unsigned
 gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
                    struct gfr_rdma_dev **devs, unsigned max)
@@ -170,6 +174,9 @@ handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv
         n = end_conns(engine, on_dev, dev, -EIO);
         gfr_rdma_log("%s: %s: %u connection(s) on it disconnected", name,
                      ibv_event_type_str(ev->event_type), n);
+        /* Dead for good: no new connection gets it, and its resources
+         * are freed once its connections are, as on removal. */
+        gfr_rdma_dev_removed(engine, dev->verbs);
         break;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
@@ -188,6 +195,8 @@ handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv
     }
 }
 
+/* Reads and handles every event waiting on dev (revents from poll).
+ * Takes engine->lock and conn->lock in turn, never together. */
 void
 gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents)
 {

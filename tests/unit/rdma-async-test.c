@@ -97,6 +97,7 @@ setup(void **state)
     pthread_mutex_init(&engine.lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.conns);
     CDS_INIT_LIST_HEAD(&engine.devices);
+    CDS_INIT_LIST_HEAD(&engine.removed);
     for (int i = 0; i < 2; i++) {
         memset(&devs[i], 0, sizeof(devs[i]));
         snprintf(fake_device[i].name, sizeof(fake_device[i].name), "fake%d", i);
@@ -220,7 +221,8 @@ test_qp_fatal_ends_its_connection(void **state)
     free_conn(&b);
 }
 
-/* A fatal device error ends every connection on the device. */
+/* A fatal device error ends every connection on the device, and the
+ * device is given up as if removed. */
 static void
 test_device_fatal_ends_the_devices_connections(void **state)
 {
@@ -235,6 +237,9 @@ test_device_fatal_ends_the_devices_connections(void **state)
     assert_true(ended(&a) && ended(&b));
     assert_int_equal(a.conn->reason, -EIO);
     assert_false(ended(&other_dev));
+    /* The device is treated as removed: no new connection gets it. */
+    assert_ptr_equal(engine.removed.next, &devs[0].link);
+    assert_ptr_equal(engine.devices.next, &devs[1].link);
     free_conn(&a);
     free_conn(&b);
     free_conn(&other_dev);
