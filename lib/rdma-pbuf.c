@@ -9,15 +9,17 @@
  * (liburcu wfcqueue, enqueued from any thread, dequeued only by the
  * poller), which the poller empties when its own list runs dry.  (The
  * wfstack of the same library was the first choice; its push computes a
- * member address of its end marker, which UBSan reports.)  Larger messages get a buffer of their own, registered for
- * that message.  Each class keeps at most a few free buffers per poller;
- * beyond that they are freed.
+ * member address of its end marker, which UBSan reports.)  Larger
+ * messages get a buffer of their own, registered for that message.  Each
+ * class keeps at most a few free buffers per poller; beyond that they are
+ * freed.
  *
  * Ownership: a buffer belongs to whoever got it from gfr_rdma_pbuf_get
  * until gfr_rdma_pbuf_put; free lists belong to their poller thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,16 +69,28 @@ pbuf_new(struct gfr_rdma_poller *home, int cls, size_t len)
     return b;
 }
 
-/* Moves what other threads returned onto this poller's free lists.  The
- * poller is the queue's only dequeuer. */
+/*
+ * Moves what other threads returned onto this poller's free lists.  The
+ * poller is the queue's only dequeuer, so liburcu's __cds_wfcq calls need
+ * no lock.  The poller does not wait (wait false): a returner preempted
+ * between its enqueue's two steps would hold it for as long as that thread
+ * is off its CPU (a scheduler tick and more), so its buffer is left for the
+ * next call.  Draining a stopped poller waits (wait true), since nothing
+ * may be left behind.
+ */
 static void
-take_returns(struct gfr_rdma_poller *p)
+take_returns(struct gfr_rdma_poller *p, bool wait)
 {
     struct cds_wfcq_node *node;
+    struct gfr_rdma_pbuf *b;
 
-    while ((node = __cds_wfcq_dequeue_blocking(&p->pbuf_returns_head,
-                                               &p->pbuf_returns_tail))) {
-        struct gfr_rdma_pbuf *b = caa_container_of(node, struct gfr_rdma_pbuf, node);
+    for (;;) {
+        node = wait ? __cds_wfcq_dequeue_blocking(&p->pbuf_returns_head, &p->pbuf_returns_tail)
+                    : __cds_wfcq_dequeue_nonblocking(&p->pbuf_returns_head,
+                                                     &p->pbuf_returns_tail);
+        if (!node || node == CDS_WFCQ_WOULDBLOCK)
+            return;
+        b = caa_container_of(node, struct gfr_rdma_pbuf, node);
 
         if (p->pbuf_nfree[b->cls] >= class_keep[b->cls]) {
             pbuf_free(b);
@@ -101,7 +115,7 @@ gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len)
     if (cls < 0)
         return pbuf_new(p, -1, len);
     if (!p->pbuf_free[cls])
-        take_returns(p);
+        take_returns(p, false);
     b = p->pbuf_free[cls];
     if (!b)
         return pbuf_new(p, cls, len);
@@ -127,7 +141,7 @@ gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b)
 void
 gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p)
 {
-    take_returns(p);
+    take_returns(p, true);
     for (int c = 0; c < GFR_PBUF_CLASSES; c++) {
         while (p->pbuf_free[c]) {
             struct gfr_rdma_pbuf *b = p->pbuf_free[c];
