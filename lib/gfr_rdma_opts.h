@@ -40,7 +40,7 @@ struct gfr_rdma_opts {
     uint32_t inline_max;      /* receive buffer size, header included */
     uint32_t max_msg;         /* largest message, inline and bulk */
     uint32_t segment_size;    /* largest single RDMA READ/WRITE */
-    uint32_t rdma_depth;      /* RDMA READs/WRITEs in flight per transfer */
+    uint32_t rdma_depth;      /* RDMA READs/WRITEs in flight per connection */
     uint32_t connect_timeout_ms; /* address, route, CM connect, disconnect */
     uint32_t keepalive_ms;    /* a probe per connection this often, 0: none */
     uint8_t qp_timeout;       /* local ACK timeout: 4.096 us * 2^n */
@@ -51,24 +51,50 @@ struct gfr_rdma_opts {
     char device[64];          /* "": the device the CM resolves */
 };
 
-/* Fills the defaults: adaptive, 50..2000 us, 1 poller, pool, srq, 64 credits,
- * 8 KiB inline, 4 MiB messages, 1 MiB segments, depth 4, 5 s, timeout 17,
- * retry 7, rnr 7, port 1, gid -1. */
+/* What one option accepts: a row of the engine's option table, the one
+ * source of every option's key, range and default.  The GlusterFS plugin's
+ * volume option table repeats them for glusterd, and a unit test compares
+ * the two. */
+enum gfr_rdma_opt_kind {
+    GFR_OPT_UINT,
+    GFR_OPT_SIZE, /* a whole number of bytes; K and M suffixes */
+    GFR_OPT_INT,
+    GFR_OPT_CHOICE,
+    GFR_OPT_NAME, /* a device name */
+};
+
+struct gfr_rdma_opt_info {
+    const char *key;
+    enum gfr_rdma_opt_kind kind;
+    long long min; /* numbers */
+    long long max;
+    const char *const *choices; /* GFR_OPT_CHOICE: NULL-terminated */
+    const char *default_value;  /* as gfr_rdma_opts_set takes it; NULL: none */
+};
+
+/* The option at index i (0, 1, ...), or NULL past the last.  Any thread. */
+const struct gfr_rdma_opt_info *gfr_rdma_opt_info(size_t i);
+
+/* Fills every option's default from the table: adaptive, 50..2000 us,
+ * 1 poller, pool, srq, 64 credits, 8 KiB inline, 4 MiB messages, 1 MiB
+ * segments, depth 4, connect 5 s, keepalive 10 s, timeout 17, retry 7,
+ * rnr 7, port 1, gid -1, no device. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
  * Sets one option from its text form: key is one of poll-mode, spin-us,
- * spin-max-us, pollers, dispatch, receive-queue, credits, inline-max, max-msg, segment-size,
- * rdma-depth, connect-timeout-ms, qp-timeout, retry-count, rnr-retry,
- * port, gid-index, device.  Sizes accept K, M suffixes (powers of 1024).
+ * spin-max-us, pollers, dispatch, receive-queue, credits, inline-max,
+ * max-msg, segment-size, rdma-depth, connect-timeout-ms, keepalive-ms,
+ * qp-timeout, retry-count, rnr-retry, port, gid-index, device.  Sizes accept K, M suffixes (powers of 1024).
  * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why
  * (if not NULL) gets a sentence naming the key and the accepted values.
  */
 int gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
                       const char *value, char *why, size_t why_len);
 
-/* Checks the options together (ranges and relations); 0 or -EINVAL with
- * *why as above. */
+/* Checks the options: each within its table range (a caller may have
+ * written the struct directly), and the relations between them; 0 or
+ * -EINVAL with *why as above. */
 int gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why,
                         size_t why_len);
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Engine options.  One table describes every key (name, kind, range), so
- * parsing, checking and the messages agree.
+ * Engine options.  One table describes every key (name, kind, range,
+ * default), so parsing, checking, the defaults and the messages agree;
+ * the GlusterFS plugin's volume option table is tested against it
+ * (tests/unit/plugin-opts-test.c).
  */
 #include "gfr_rdma_opts.h"
 
@@ -12,73 +14,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum opt_kind { OPT_UINT, OPT_SIZE, OPT_INT, OPT_CHOICE, OPT_NAME };
-
 static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
 static const char *const dispatch_names[] = {"pool", "inline", NULL};
 static const char *const rq_names[] = {"srq", "per-connection", NULL};
 
+/* A table row: what the option accepts, and where it is stored. */
 struct opt_desc {
-    const char *key;
-    enum opt_kind kind;
+    struct gfr_rdma_opt_info info;
     size_t offset;
-    size_t width; /* bytes of the field, for integers */
-    long long min;
-    long long max;
-    const char *const *names; /* OPT_CHOICE: value i is names[i] */
+    size_t width; /* bytes of the field */
 };
 
-/* store() writes 1- and 4-byte fields; choices are stored into enums. */
+/* store() and load() handle 1- and 4-byte fields; choices are stored into
+ * enums. */
 _Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4 &&
                    sizeof(enum gfr_receive_queue) == 4,
                "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
+#define NUMBER(key, kind, min, max, def, field) {{key, kind, min, max, NULL, def}, FIELD(field)}
+#define CHOICE(key, names, def, field) {{key, GFR_OPT_CHOICE, 0, 0, names, def}, FIELD(field)}
 
 static const struct opt_desc descs[] = {
-    {"poll-mode", OPT_CHOICE, FIELD(poll_mode), 0, 0, poll_names},
-    {"spin-us", OPT_UINT, FIELD(spin_us), 0, 1000000},
-    {"spin-max-us", OPT_UINT, FIELD(spin_max_us), 0, 1000000},
-    {"pollers", OPT_UINT, FIELD(pollers), 1, 64},
-    {"dispatch", OPT_CHOICE, FIELD(dispatch), 0, 0, dispatch_names},
-    {"receive-queue", OPT_CHOICE, FIELD(receive_queue), 0, 0, rq_names},
-    {"credits", OPT_UINT, FIELD(credits), 2, 4096},
-    {"inline-max", OPT_SIZE, FIELD(inline_max), 256, 16 << 20},
-    {"max-msg", OPT_SIZE, FIELD(max_msg), 256, 1 << 30},
-    {"segment-size", OPT_SIZE, FIELD(segment_size), 4096, 1 << 30},
-    {"rdma-depth", OPT_UINT, FIELD(rdma_depth), 1, 64},
-    {"connect-timeout-ms", OPT_UINT, FIELD(connect_timeout_ms), 100, 600000},
-    {"keepalive-ms", OPT_UINT, FIELD(keepalive_ms), 0, 3600000},
-    {"qp-timeout", OPT_UINT, FIELD(qp_timeout), 0, 31},
-    {"retry-count", OPT_UINT, FIELD(retry_count), 0, 7},
-    {"rnr-retry", OPT_UINT, FIELD(rnr_retry), 0, 7},
-    {"port", OPT_UINT, FIELD(port), 1, 255},
-    {"gid-index", OPT_INT, FIELD(gid_index), -1, 255},
-    {"device", OPT_NAME, FIELD(device), 0, 0},
+    CHOICE("poll-mode", poll_names, "adaptive", poll_mode),
+    NUMBER("spin-us", GFR_OPT_UINT, 0, 1000000, "50", spin_us),
+    NUMBER("spin-max-us", GFR_OPT_UINT, 0, 1000000, "2000", spin_max_us),
+    NUMBER("pollers", GFR_OPT_UINT, 1, 64, "1", pollers),
+    CHOICE("dispatch", dispatch_names, "pool", dispatch),
+    CHOICE("receive-queue", rq_names, "srq", receive_queue),
+    NUMBER("credits", GFR_OPT_UINT, 2, 4096, "64", credits),
+    NUMBER("inline-max", GFR_OPT_SIZE, 256, 16 << 20, "8K", inline_max),
+    NUMBER("max-msg", GFR_OPT_SIZE, 256, 1 << 30, "4M", max_msg),
+    NUMBER("segment-size", GFR_OPT_SIZE, 4096, 1 << 30, "1M", segment_size),
+    NUMBER("rdma-depth", GFR_OPT_UINT, 1, 64, "4", rdma_depth),
+    NUMBER("connect-timeout-ms", GFR_OPT_UINT, 100, 600000, "5000", connect_timeout_ms),
+    NUMBER("keepalive-ms", GFR_OPT_UINT, 0, 3600000, "10000", keepalive_ms),
+    NUMBER("qp-timeout", GFR_OPT_UINT, 0, 31, "17", qp_timeout),
+    NUMBER("retry-count", GFR_OPT_UINT, 0, 7, "7", retry_count),
+    NUMBER("rnr-retry", GFR_OPT_UINT, 0, 7, "7", rnr_retry),
+    NUMBER("port", GFR_OPT_UINT, 1, 255, "1", port),
+    NUMBER("gid-index", GFR_OPT_INT, -1, 255, "-1", gid_index),
+    {{"device", GFR_OPT_NAME, 0, 0, NULL, NULL}, FIELD(device)},
 };
+
+#define NDESCS (sizeof(descs) / sizeof(descs[0]))
+
+const struct gfr_rdma_opt_info *
+gfr_rdma_opt_info(size_t i)
+{
+    return i < NDESCS ? &descs[i].info : NULL;
+}
 
 void
 gfr_rdma_opts_init(struct gfr_rdma_opts *opts)
 {
     memset(opts, 0, sizeof(*opts));
-    opts->poll_mode = GFR_POLL_ADAPTIVE;
-    opts->spin_us = 50;
-    opts->spin_max_us = 2000;
-    opts->pollers = 1;
-    opts->dispatch = GFR_DISPATCH_POOL;
-    opts->receive_queue = GFR_RQ_SRQ;
-    opts->credits = 64;
-    opts->inline_max = 8192;
-    opts->max_msg = 4 << 20;
-    opts->segment_size = 1 << 20;
-    opts->rdma_depth = 4;
-    opts->connect_timeout_ms = 5000;
-    opts->keepalive_ms = 10000;
-    opts->qp_timeout = 17;
-    opts->retry_count = 7;
-    opts->rnr_retry = 7;
-    opts->port = 1;
-    opts->gid_index = -1;
+    for (size_t i = 0; i < NDESCS; i++)
+        if (descs[i].info.default_value)
+            gfr_rdma_opts_set(opts, descs[i].info.key, descs[i].info.default_value, NULL, 0);
 }
 
 static int
@@ -95,13 +88,28 @@ explain(char *why, size_t why_len, const char *fmt, ...)
 }
 
 static void
-store(void *field, size_t width, long long value)
+store(const struct opt_desc *d, struct gfr_rdma_opts *opts, long long value)
 {
-    switch (width) {
-    case 1: *(uint8_t *)field = (uint8_t)value; break;
-    case 4: *(uint32_t *)field = (uint32_t)value; break;
-    default: break;
-    }
+    void *field = (char *)opts + d->offset;
+
+    if (d->width == 1)
+        *(uint8_t *)field = (uint8_t)value;
+    else if (d->info.kind == GFR_OPT_INT)
+        *(int32_t *)field = (int32_t)value;
+    else
+        *(uint32_t *)field = (uint32_t)value;
+}
+
+static long long
+load(const struct opt_desc *d, const struct gfr_rdma_opts *opts)
+{
+    const void *field = (const char *)opts + d->offset;
+
+    if (d->width == 1)
+        return *(const uint8_t *)field;
+    if (d->info.kind == GFR_OPT_INT)
+        return *(const int32_t *)field;
+    return *(const uint32_t *)field;
 }
 
 /* Parses a whole number with an optional K or M suffix. */
@@ -152,49 +160,71 @@ join_names(const char *const *names, char *out, size_t len)
                                  names[i]);
 }
 
+static const struct opt_desc *
+find(const char *key)
+{
+    for (size_t i = 0; key && i < NDESCS; i++)
+        if (strcmp(key, descs[i].info.key) == 0)
+            return &descs[i];
+    return NULL;
+}
+
+static long long
+count(const char *const *names)
+{
+    long long n = 0;
+
+    while (names[n])
+        n++;
+    return n;
+}
+
+static int
+is_number(const struct opt_desc *d)
+{
+    return d->info.kind == GFR_OPT_UINT || d->info.kind == GFR_OPT_SIZE ||
+           d->info.kind == GFR_OPT_INT;
+}
+
 int
 gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
                   const char *value, char *why, size_t why_len)
 {
-    const struct opt_desc *d = NULL;
+    const struct opt_desc *d = find(key);
+    const struct gfr_rdma_opt_info *o;
     char accepted[64];
     long long v;
     int choice;
 
-    for (size_t i = 0; i < sizeof(descs) / sizeof(descs[0]); i++)
-        if (key && strcmp(key, descs[i].key) == 0)
-            d = &descs[i];
     if (!opts || !d) {
         explain(why, why_len, "unknown option '%s'", key ? key : "(null)");
         return -ENOENT;
     }
-    switch (d->kind) {
-    case OPT_CHOICE:
-        choice = choose(value, d->names);
+    o = &d->info;
+    switch (o->kind) {
+    case GFR_OPT_CHOICE:
+        choice = choose(value, o->choices);
         if (choice < 0) {
-            join_names(d->names, accepted, sizeof(accepted));
-            return explain(why, why_len, "%s: '%s' is not one of %s", d->key,
+            join_names(o->choices, accepted, sizeof(accepted));
+            return explain(why, why_len, "%s: '%s' is not one of %s", o->key,
                            value ? value : "", accepted);
         }
-        store((char *)opts + d->offset, d->width, choice);
+        store(d, opts, choice);
         return 0;
-    case OPT_NAME:
+    case GFR_OPT_NAME:
         if (!value || strlen(value) >= sizeof(opts->device))
             return explain(why, why_len, "%s: a device name of at most %zu characters",
-                           d->key, sizeof(opts->device) - 1);
+                           o->key, sizeof(opts->device) - 1);
         strcpy(opts->device, value);
         return 0;
-    case OPT_INT:
-    case OPT_UINT:
-    case OPT_SIZE:
-        if (parse_number(value, d->kind == OPT_SIZE, &v) || v < d->min || v > d->max)
+    case GFR_OPT_INT:
+    case GFR_OPT_UINT:
+    case GFR_OPT_SIZE:
+        if (parse_number(value, o->kind == GFR_OPT_SIZE, &v) || v < o->min || v > o->max)
             return explain(why, why_len, "%s: '%s' is not a whole number from %lld to %lld%s",
-                           d->key, value ? value : "", d->min, d->max,
-                           d->kind == OPT_SIZE ? " (K and M suffixes allowed)" : "");
-        if (d->kind == OPT_INT)
-            *(int32_t *)((char *)opts + d->offset) = (int32_t)v;
-        else
-            store((char *)opts + d->offset, d->width, v);
+                           o->key, value ? value : "", o->min, o->max,
+                           o->kind == GFR_OPT_SIZE ? " (K and M suffixes allowed)" : "");
+        store(d, opts, v);
         return 0;
     }
     return -EINVAL;
@@ -203,20 +233,31 @@ gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
 int
 gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why, size_t why_len)
 {
+    long long v;
+
     if (!opts)
         return explain(why, why_len, "no options");
+    for (size_t i = 0; i < NDESCS; i++) {
+        const struct opt_desc *d = &descs[i];
+
+        if (d->info.kind == GFR_OPT_CHOICE) {
+            v = load(d, opts);
+            if (v >= count(d->info.choices))
+                return explain(why, why_len, "%s (%lld) is not one of its choices",
+                               d->info.key, v);
+        } else if (is_number(d)) {
+            v = load(d, opts);
+            if (v < d->info.min || v > d->info.max)
+                return explain(why, why_len, "%s (%lld) is not from %lld to %lld", d->info.key,
+                               v, d->info.min, d->info.max);
+        }
+    }
     if (opts->max_msg < opts->inline_max)
         return explain(why, why_len, "max-msg (%u) is smaller than inline-max (%u)",
                        opts->max_msg, opts->inline_max);
     if (opts->segment_size > opts->max_msg)
         return explain(why, why_len, "segment-size (%u) is larger than max-msg (%u)",
                        opts->segment_size, opts->max_msg);
-    if (opts->credits < 2 || opts->credits > 4096)
-        return explain(why, why_len, "credits (%u) must be from 2 to 4096", opts->credits);
-    if (opts->retry_count > 7 || opts->rnr_retry > 7 || opts->qp_timeout > 31)
-        return explain(why, why_len, "retry-count and rnr-retry go to 7, qp-timeout to 31");
-    if (opts->pollers < 1 || opts->rdma_depth < 1)
-        return explain(why, why_len, "pollers and rdma-depth must be at least 1");
     return 0;
 }
 

@@ -73,6 +73,101 @@ test_table_defaults_are_the_engines(void **state)
     assert_memory_equal(&cfg.engine, &want, sizeof(want));
 }
 
+static const volume_option_t *
+plugin_option(const char *engine_key)
+{
+    for (const volume_option_t *opt = options; opt->key[0]; opt++)
+        if (strncmp(opt->key[0], "transport.rdma.", 15) == 0 &&
+            strcmp(opt->key[0] + 15, engine_key) == 0)
+            return opt;
+    return NULL;
+}
+
+static const struct gfr_rdma_opt_info *
+engine_option(const char *plugin_key)
+{
+    const struct gfr_rdma_opt_info *info;
+
+    for (size_t i = 0; (info = gfr_rdma_opt_info(i)); i++)
+        if (strncmp(plugin_key, "transport.rdma.", 15) == 0 &&
+            strcmp(plugin_key + 15, info->key) == 0)
+            return info;
+    return NULL;
+}
+
+static volume_option_type_t
+type_for(enum gfr_rdma_opt_kind kind)
+{
+    switch (kind) {
+    case GFR_OPT_SIZE: return GF_OPTION_TYPE_SIZET;
+    case GFR_OPT_UINT:
+    case GFR_OPT_INT: return GF_OPTION_TYPE_INT;
+    case GFR_OPT_CHOICE:
+    case GFR_OPT_NAME: return GF_OPTION_TYPE_STR;
+    }
+    return GF_OPTION_TYPE_ANY;
+}
+
+/*
+ * glusterd and GlusterFS validate against the plugin's table, the engine
+ * against its own (lib/rdma-opts.c): every engine option must appear in the
+ * plugin's with the same type, range, choices and default, and every
+ * "transport.rdma." option of the plugin's is the engine's or one of the
+ * plugin's own two.
+ */
+static void
+test_the_table_repeats_the_engines_options(void **state)
+{
+    const struct gfr_rdma_opt_info *info;
+    struct gfr_plugin_cfg cfg;
+    struct gfr_rdma_opts want;
+    char why[256];
+
+    (void)state;
+    gfr_rdma_opts_init(&want);
+    for (size_t i = 0; (info = gfr_rdma_opt_info(i)); i++) {
+        const volume_option_t *opt = plugin_option(info->key);
+        const char *const kv[] = {opt ? opt->key[0] : NULL, opt ? opt->default_value : NULL,
+                                  NULL};
+        size_t c;
+
+        if (!opt)
+            fail_msg("engine option %s is not transport.rdma.%s in options[]", info->key,
+                     info->key);
+        if (opt->type != type_for(info->kind))
+            fail_msg("%s: type %d in options[], the engine's is kind %d", opt->key[0],
+                     (int)opt->type, (int)info->kind);
+        if ((info->kind == GFR_OPT_UINT || info->kind == GFR_OPT_SIZE ||
+             info->kind == GFR_OPT_INT) &&
+            ((long long)opt->min != info->min || (long long)opt->max != info->max))
+            fail_msg("%s: range %.0f..%.0f in options[], %lld..%lld in the engine",
+                     opt->key[0], opt->min, opt->max, info->min, info->max);
+        for (c = 0; info->kind == GFR_OPT_CHOICE && info->choices[c]; c++)
+            if (!opt->value[c] || strcmp(opt->value[c], info->choices[c]) != 0)
+                fail_msg("%s: choice %zu is %s in options[], %s in the engine", opt->key[0], c,
+                         opt->value[c] ? opt->value[c] : "missing", info->choices[c]);
+        if (info->kind == GFR_OPT_CHOICE && opt->value[c])
+            fail_msg("%s: options[] allows %s, the engine does not", opt->key[0],
+                     opt->value[c]);
+        if (!opt->default_value != !info->default_value)
+            fail_msg("%s: a default on one side only", opt->key[0]);
+        if (!opt->default_value)
+            continue;
+        dict_t *d = dict_of(kv);
+
+        assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), 0);
+        if (memcmp(&cfg.engine, &want, sizeof(want)) != 0)
+            fail_msg("%s: default %s in options[] is not the engine's %s", opt->key[0],
+                     opt->default_value, info->default_value);
+        dict_unref(d);
+    }
+    for (const volume_option_t *opt = options; opt->key[0]; opt++)
+        if (strncmp(opt->key[0], "transport.rdma.", 15) == 0 && !engine_option(opt->key[0]) &&
+            strcmp(opt->key[0], "transport.rdma.listen-port") != 0 &&
+            strcmp(opt->key[0], "transport.rdma.bind-address") != 0)
+            fail_msg("%s in options[] is no engine option", opt->key[0]);
+}
+
 static void
 test_values_aliases_and_sizes_reach_the_engine(void **state)
 {
@@ -182,6 +277,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_defaults_are_the_engines),
+        cmocka_unit_test(test_the_table_repeats_the_engines_options),
         cmocka_unit_test(test_values_aliases_and_sizes_reach_the_engine),
         cmocka_unit_test(test_bad_values_fail_with_a_message_naming_them),
         cmocka_unit_test(test_options_that_do_not_fit_together_are_refused),

@@ -3,6 +3,8 @@
  * Engine options: defaults, every key, and the messages for bad values.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -132,6 +134,93 @@ test_relations_are_checked(void **state)
     assert_string_equal(why, "segment-size (8388608) is larger than max-msg (4194304)");
 }
 
+/* Writes value straight into key's field, as a caller of the struct may;
+ * false when this test does not know the key. */
+static bool
+poke(struct gfr_rdma_opts *o, const char *key, long long value)
+{
+    static const struct {
+        const char *key;
+        size_t offset;
+        size_t width;
+    } fields[] = {
+#define F(k, f) {k, offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)}
+        F("poll-mode", poll_mode), F("spin-us", spin_us), F("spin-max-us", spin_max_us),
+        F("pollers", pollers), F("dispatch", dispatch), F("receive-queue", receive_queue),
+        F("credits", credits), F("inline-max", inline_max), F("max-msg", max_msg),
+        F("segment-size", segment_size), F("rdma-depth", rdma_depth),
+        F("connect-timeout-ms", connect_timeout_ms), F("keepalive-ms", keepalive_ms),
+        F("qp-timeout", qp_timeout), F("retry-count", retry_count), F("rnr-retry", rnr_retry),
+        F("port", port), F("gid-index", gid_index),
+#undef F
+    };
+
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (strcmp(fields[i].key, key) != 0)
+            continue;
+        if (fields[i].width == 1)
+            *((uint8_t *)o + fields[i].offset) = (uint8_t)value;
+        else
+            *(int32_t *)((char *)o + fields[i].offset) = (int32_t)value;
+        return true;
+    }
+    return false;
+}
+
+/*
+ * The table is the one source of ranges: gfr_rdma_opts_set refuses a value
+ * just outside an option's range and takes its ends, and gfr_rdma_opts_check
+ * refuses the same values written into the struct directly, naming the
+ * option.
+ */
+static void
+test_set_and_check_follow_the_table_ranges(void **state)
+{
+    const struct gfr_rdma_opt_info *info;
+    struct gfr_rdma_opts o;
+    char text[32], why[160];
+    size_t n = 0;
+
+    for (size_t i = 0; (info = gfr_rdma_opt_info(i)); i++) {
+        if (info->kind == GFR_OPT_NAME)
+            continue;
+        if (info->kind == GFR_OPT_CHOICE) {
+            long long nchoices = 0;
+
+            while (info->choices[nchoices])
+                nchoices++;
+            gfr_rdma_opts_init(&o);
+            assert_true(poke(&o, info->key, nchoices));
+            assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
+            assert_true(strncmp(why, info->key, strlen(info->key)) == 0);
+            n++;
+            continue;
+        }
+        const long long outside[] = {info->min - 1, info->max + 1};
+        const long long ends[] = {info->min, info->max};
+
+        for (size_t k = 0; k < 2; k++) {
+            long long v = outside[k];
+
+            gfr_rdma_opts_init(&o);
+            snprintf(text, sizeof(text), "%lld", v);
+            assert_int_equal(gfr_rdma_opts_set(&o, info->key, text, why, sizeof(why)), -EINVAL);
+            if (!poke(&o, info->key, v))
+                fail_msg("the test knows no field for option %s", info->key);
+            /* a 1-byte field cannot hold 256: what it holds must be refused too */
+            assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
+            assert_true(strncmp(why, info->key, strlen(info->key)) == 0);
+        }
+        for (size_t k = 0; k < 2; k++) {
+            gfr_rdma_opts_init(&o);
+            snprintf(text, sizeof(text), "%lld", ends[k]);
+            assert_int_equal(gfr_rdma_opts_set(&o, info->key, text, why, sizeof(why)), 0);
+        }
+        n++;
+    }
+    assert_int_equal(n, 18);
+}
+
 int
 main(void)
 {
@@ -140,6 +229,7 @@ main(void)
         cmocka_unit_test(test_every_key_parses),
         cmocka_unit_test(test_bad_values_name_the_option_and_the_range),
         cmocka_unit_test(test_relations_are_checked),
+        cmocka_unit_test(test_set_and_check_follow_the_table_ranges),
     };
 
     return cmocka_run_group_tests_name("rdma-opts", tests, NULL, NULL);
