@@ -100,7 +100,12 @@ void gfr_pool_ensure_worker(struct gfr_pool *pool);
 void gfr_pool_more_workers_if_idle(struct gfr_pool *pool);
 void gfr_pool_wake_all(struct gfr_pool *pool);
 
-/* pool-timer.c */
+/* pool-timer.c: a worker's timer list, on that worker's thread (worker
+ * NULL: not a worker thread, -EPERM); gfr_pool_timer_arm and _cancel with
+ * the calling thread's worker. */
+int gfr_pool_timers_add(struct gfr_pool_worker *worker, struct gfr_pool_timer *timer,
+                        unsigned delay_ms, gfr_pool_timer_fn fn, void *cb_arg);
+int gfr_pool_timers_remove(struct gfr_pool_worker *worker, struct gfr_pool_timer *timer);
 uint64_t gfr_pool_now_ms(void);
 void gfr_pool_timers_fire(struct gfr_pool_worker *worker);
 void gfr_pool_timers_cancel_all(struct gfr_pool_worker *worker);

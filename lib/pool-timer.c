@@ -3,7 +3,8 @@
  * Per-thread timers of gfr_pool.  Each worker keeps its armed timers in a
  * list sorted by deadline; only that worker's thread touches the list, so
  * nothing here locks.  Lists are short (a worker's own timers): insertion is
- * linear.
+ * linear.  The public gfr_pool_timer_arm and _cancel live in pool-worker.c,
+ * which knows the calling thread's worker and passes it down.
  */
 #include <errno.h>
 #include <time.h>
@@ -19,10 +20,9 @@ gfr_pool_now_ms(void)
 }
 
 int
-gfr_pool_timer_arm(struct gfr_pool_timer *timer, unsigned delay_ms,
-                   gfr_pool_timer_fn fn, void *cb_arg)
+gfr_pool_timers_add(struct gfr_pool_worker *worker, struct gfr_pool_timer *timer,
+                    unsigned delay_ms, gfr_pool_timer_fn fn, void *cb_arg)
 {
-    struct gfr_pool_worker *worker = gfr_pool_current_worker;
     struct gfr_pool_timer *pos;
 
     if (!timer || !fn)
@@ -50,13 +50,13 @@ gfr_pool_timer_arm(struct gfr_pool_timer *timer, unsigned delay_ms,
 }
 
 int
-gfr_pool_timer_cancel(struct gfr_pool_timer *timer)
+gfr_pool_timers_remove(struct gfr_pool_worker *worker, struct gfr_pool_timer *timer)
 {
     if (!timer)
         return -EINVAL;
     if (!timer->owner)
         return -ENOENT;
-    if (timer->owner != gfr_pool_current_worker)
+    if (timer->owner != worker)
         return -EPERM;
     cds_list_del(&timer->link);
     timer->owner = NULL;

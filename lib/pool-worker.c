@@ -464,3 +464,17 @@ gfr_pool_block_end(void)
     uatomic_inc(&worker->pool->nr_running);
     uatomic_dec(&worker->pool->nr_blocked);
 }
+
+/* Timers belong to the calling worker's thread (pool-timer.c). */
+int
+gfr_pool_timer_arm(struct gfr_pool_timer *timer, unsigned delay_ms, gfr_pool_timer_fn fn,
+                   void *cb_arg)
+{
+    return gfr_pool_timers_add(gfr_pool_current_worker, timer, delay_ms, fn, cb_arg);
+}
+
+int
+gfr_pool_timer_cancel(struct gfr_pool_timer *timer)
+{
+    return gfr_pool_timers_remove(gfr_pool_current_worker, timer);
+}
