@@ -18,29 +18,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 
 #include "rdma-internal.h"
-
-/* Makes dev's async event fd non-blocking, so that reading it never
- * stalls the CM thread.  At device creation (CM thread). */
-int
-gfr_rdma_async_watch(struct gfr_rdma_dev *dev)
-{
-    int fd = dev->verbs->async_fd;
-    int flags = fcntl(fd, F_GETFL);
-
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        int err = -errno;
-
-        gfr_rdma_log("%s: cannot make its async event fd non-blocking: %s",
-                     ibv_get_device_name(dev->verbs->device), strerror(-err));
-        return err;
-    }
-    return 0;
-}
 
 /* Fills pfds and devs with the async fds of up to max devices still
  * delivering events; returns how many.  Takes engine->lock. */

@@ -1,85 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * One connection's life: its QP and registered message buffers, the
- * negotiated parameters, failure, and the end of its life once every work
- * request has completed.  The send side is in rdma-send.c, the receive
- * side in rdma-recv.c, bulk data in rdma-bulk.c; locking and lifetime
- * rules in rdma-internal.h.
+ * One connection's setup and end: its QP and registered message buffers
+ * on the device the CM resolved, the negotiated parameters, keepalives,
+ * and finalisation once every work request has completed (failing and the
+ * references are in rdma-qp.c).  Locking and lifetime rules:
+ * rdma-internal.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <urcu/uatomic.h>
 
-#include "gfr_addr.h"
 #include "gfr_clock.h"
 #include "rdma-internal.h"
 
 #include <netinet/in.h>
-
-/* Set once, before the first engine exists; read by every engine thread. */
-static gfr_rdma_log_fn log_fn;
-static void *log_arg;
-
-void
-gfr_rdma_set_log(gfr_rdma_log_fn fn, void *arg)
-{
-    log_arg = arg;
-    uatomic_set(&log_fn, fn);
-}
-
-void
-gfr_rdma_log(const char *fmt, ...)
-{
-    gfr_rdma_log_fn fn = uatomic_read(&log_fn);
-    char msg[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (fn)
-        fn(msg, log_arg);
-    else
-        fprintf(stderr, "gfr-rdma: %s\n", msg);
-}
-
-/* A message about one connection, naming its peer: a server has many.
- * Any thread (peer_name is read-only once the connection is shared). */
-void
-gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
-{
-    char msg[448];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    gfr_rdma_log("connection with %s: %s", conn->peer_name, msg);
-}
-
-/* "HOST port N" of an address (a peer's, or a listener's own), or "an
- * unknown address" when sa is NULL (the CM lost it) or of another family.
- * No state; any thread. */
-void
-gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX])
-{
-    char host[INET6_ADDRSTRLEN];
-    unsigned port;
-
-    if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6)) {
-        snprintf(name, GFR_RDMA_PEER_NAME_MAX, "an unknown address");
-        return;
-    }
-    gfr_addr_host_port(sa, host, &port);
-    snprintf(name, GFR_RDMA_PEER_NAME_MAX, "%s port %u", host, port);
-}
 
 void
 gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
@@ -125,26 +64,6 @@ static int
 cq_entries(const struct gfr_rdma_conn *conn)
 {
     return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth + 2);
-}
-
-/* Posts receive buffer i.  Caller: the CM thread before connecting, or the
- * poller after handling the buffer's message. */
-int
-gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
-{
-    uint32_t size = conn->engine->opts.inline_max;
-    struct ibv_sge sge = {.addr = (uintptr_t)(conn->recv_buf + (size_t)i * size),
-                          .length = size, .lkey = conn->recv_mr->lkey};
-    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&conn->recv_wr[i],
-                             .sg_list = &sge, .num_sge = 1};
-    struct ibv_recv_wr *bad;
-    int err;
-
-    gfr_rdma_conn_get(conn);
-    err = ibv_post_recv(conn->qp, &wr, &bad);
-    if (err)
-        gfr_rdma_conn_put(conn);
-    return -err;
 }
 
 /*
@@ -412,38 +331,6 @@ gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stat
     pthread_mutex_unlock(&conn->lock);
 }
 
-/*
- * Moves the QP to error so every posted work request flushes, then posts
- * the drain: an unsignaled SEND that completed before gives no completion,
- * so the drain's (flushed) completion is what retires it.  Caller holds
- * conn->lock.
- */
-static void
-flush_qp(struct gfr_rdma_conn *conn)
-{
-    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
-    struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->drain_wr,
-                             .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
-    int err;
-
-    if (!conn->qp)
-        return;
-    ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
-    if (!conn->sq_count)
-        return;
-    gfr_rdma_conn_get(conn);
-    err = gfr_rdma_dev_post_send(conn->dev, conn->qp, &wr);
-    if (err) {
-        /* Cannot tell which unsignaled SENDs completed: keep their
-         * references (the connection is not freed) rather than guess. */
-        gfr_rdma_conn_log(conn, "posting the drain of a failed QP: %s; %u send-queue entries "
-                          "stay unaccounted", strerror(err), conn->sq_count);
-        gfr_rdma_conn_put(conn);
-        return;
-    }
-    gfr_rdma_sq_push_locked(conn, &conn->drain_wr);
-}
-
 /* How long the adapter retries a work request before it fails it:
  * 4.096 us x 2^qp-timeout per try, retry-count retries. */
 static uint64_t
@@ -485,105 +372,16 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
         gfr_rdma_conn_fail_locked(conn, -ETIMEDOUT);
     }
     if (conn->state == GFR_CONN_ESTABLISHED && conn->qp && !conn->keepalive_posted) {
-        gfr_rdma_conn_get(conn);
-        err = gfr_rdma_dev_post_send(conn->dev, conn->qp, &wr);
+        err = gfr_rdma_qp_post_locked(conn, &conn->keepalive_wr, &wr);
         if (err) {
             gfr_rdma_conn_log(conn, "posting a keepalive: %s; disconnecting", strerror(err));
-            gfr_rdma_conn_put(conn);
             gfr_rdma_conn_fail_locked(conn, -err);
         } else {
             conn->keepalive_posted = 1;
             conn->keepalive_posted_ns = now;
-            gfr_rdma_sq_push_locked(conn, &conn->keepalive_wr);
         }
     }
     pthread_mutex_unlock(&conn->lock);
-}
-
-/*
- * Ends the connection with reason (0: orderly).  The first reason sticks;
- * the disconnected callback comes from the CM thread once everything has
- * flushed.  Caller holds conn->lock (finalize clears id and qp under it).
- *
- * The deadline bounds the CM's part whatever stage the connection was in:
- * an unanswered DREQ, or a handshake the peer never finishes after a
- * failure that came before ESTABLISHED (on_established sends the DREQ if
- * ESTABLISHED does come).
- */
-void
-gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
-{
-    if (conn->state != GFR_CONN_DISCONNECTING) {
-        conn->state = GFR_CONN_DISCONNECTING;
-        conn->reason = reason;
-        uatomic_set(&conn->disconnect_deadline_ns,
-                    gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));
-        if (conn->id && conn->was_connected)
-            rdma_disconnect(conn->id);
-        flush_qp(conn);
-    }
-}
-
-/* As gfr_rdma_conn_fail_locked, from any thread without the lock. */
-void
-gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
-{
-    pthread_mutex_lock(&conn->lock);
-    gfr_rdma_conn_fail_locked(conn, reason);
-    pthread_mutex_unlock(&conn->lock);
-}
-
-int
-gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
-{
-    if (!conn)
-        return -EINVAL;
-    gfr_rdma_conn_fail(conn, 0);
-    return 0;
-}
-
-/* Called once per connection, by whoever dropped its last reference. */
-static void
-queue_reap(struct gfr_rdma_conn *conn)
-{
-    struct gfr_rdma *engine = conn->engine;
-    uint64_t one = 1;
-
-    pthread_mutex_lock(&engine->lock);
-    cds_list_add_tail(&conn->reap_link, &engine->reap);
-    pthread_mutex_unlock(&engine->lock);
-    if (write(engine->wake_fd, &one, sizeof(one)) != sizeof(one))
-        gfr_rdma_log("cannot wake the CM thread: %s", strerror(errno));
-}
-
-/*
- * The CM side is over (CM thread): drop its reference.  `outstanding` holds
- * one reference for the CM side until then, one per posted work request
- * and one per pool delivery; whoever drops the last queues the connection
- * for reaping and is the last to touch it.
- */
-void
-gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn)
-{
-    if (uatomic_xchg(&conn->cm_done, 1) == 0)
-        gfr_rdma_conn_put(conn);
-}
-
-/* Takes a reference for a work request or a pool delivery; the caller
- * already holds one (or the CM side's is still there). */
-void
-gfr_rdma_conn_get(struct gfr_rdma_conn *conn)
-{
-    uatomic_inc(&conn->outstanding);
-}
-
-/* Drops one reference; see gfr_rdma_conn_cm_done.  Any thread; takes
- * engine->lock when it is the last. */
-void
-gfr_rdma_conn_put(struct gfr_rdma_conn *conn)
-{
-    if (uatomic_sub_return(&conn->outstanding, 1) == 0)
-        queue_reap(conn);
 }
 
 static void
@@ -607,7 +405,9 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     pthread_mutex_lock(&conn->lock);
     conn->state = GFR_CONN_DISCONNECTING;
     pthread_mutex_unlock(&conn->lock);
-    gfr_rdma_bulk_release_all(conn);
+    gfr_rdma_xfers_release_all(conn);
+    gfr_rdma_tx_release_all(conn);
+    gfr_rdma_offers_release_all(conn);
     if (conn->ops && conn->ops->disconnected)
         conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
     else if (!conn->ops)

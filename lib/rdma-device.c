@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ poll_once(struct gfr_rdma_poller *p)
     int n = ibv_poll_cq(p->cq, POLL_BATCH, wcs);
 
     for (int i = 0; i < n; i++)
-        gfr_rdma_conn_complete(p, &wcs[i]);
+        p->dev->engine->on_wc(p, &wcs[i]);
     return n;
 }
 
@@ -296,6 +297,24 @@ gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns)
     pthread_mutex_unlock(&engine->lock);
 }
 
+/* Makes dev's async event fd non-blocking, so that the CM thread, which
+ * reads it (rdma-async.c), never stalls on it.  At device creation. */
+static int
+watch_async_events(struct gfr_rdma_dev *dev)
+{
+    int fd = dev->verbs->async_fd;
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int err = -errno;
+
+        gfr_rdma_log("%s: cannot make its async event fd non-blocking: %s",
+                     ibv_get_device_name(dev->verbs->device), strerror(-err));
+        return err;
+    }
+    return 0;
+}
+
 static int
 dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
            struct gfr_rdma_dev **devp)
@@ -322,7 +341,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     dev->max_init_rd_atom = attr.max_qp_init_rd_atom > 255
                                 ? 255 : (uint32_t)attr.max_qp_init_rd_atom;
     apply_quirks(dev, &attr);
-    err = gfr_rdma_async_watch(dev);
+    err = watch_async_events(dev);
     if (err)
         goto fail;
     dev->pd = ibv_alloc_pd(verbs);

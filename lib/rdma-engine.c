@@ -587,6 +587,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     if (!engine)
         return -ENOMEM;
     engine->opts = *opts;
+    engine->on_wc = gfr_rdma_cq_complete;
     engine->pool = opts->dispatch == GFR_DISPATCH_POOL ? pool : NULL;
     pthread_mutex_init(&engine->lock, NULL);
     CDS_INIT_LIST_HEAD(&engine->devices);

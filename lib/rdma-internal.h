@@ -205,12 +205,24 @@ enum gfr_xfer_state {
     GFR_XFER_DRAINING, /* all posted; waiting for their completions */
 };
 
+struct gfr_rdma_xfer;
+
 /*
- * A bulk transfer: PULL reads a received message's read list into buf,
- * then sends DONE and delivers the message; PUSH writes our reply's bulk
- * into the peer's write list, then sends the reply.  At most rdma-depth
- * READs and WRITEs are in flight per connection.  Owner: the connection
- * until it finishes (gfr_rdma_xfer_complete), then nobody.
+ * How a transfer ends, called once: status 0 (all moved), -EIO (an
+ * operation failed or was flushed) or -ECANCELED (the connection ended
+ * before it was all posted: its offers end with the others).  It owns x
+ * and frees it.  No lock held.
+ */
+typedef void (*gfr_rdma_xfer_finished_fn)(struct gfr_rdma_xfer *x, int status);
+
+/*
+ * A bulk transfer (rdma-transfer.c): PULL reads a received message's read
+ * list into buf, then (rdma-rx.c) sends DONE and delivers the message;
+ * PUSH writes our reply's bulk into the peer's write list, then
+ * (rdma-submit.c) sends the reply.  At most rdma-depth READs and WRITEs
+ * are in flight per connection.  Owner: its starter until
+ * gfr_rdma_xfer_start_locked, the connection until it ends, then its
+ * finished callback.
  */
 struct gfr_rdma_xfer {
     struct cds_list_head link; /* conn->xfers while POSTING */
@@ -219,6 +231,7 @@ struct gfr_rdma_xfer {
     int is_pull;
     int failed;
     uint32_t inflight;
+    gfr_rdma_xfer_finished_fn finished;
     struct gfr_xfer plan;
     struct gfr_xfer_local local[GFR_WIRE_MAX_SEGS];
     struct gfr_wire_seg remote[GFR_WIRE_MAX_SEGS];
@@ -337,8 +350,13 @@ struct gfr_rdma_listener {
     int closed;                /* the CM thread destroyed id (engine->lock) */
 };
 
+/* What a poller does with each work completion (rdma-cq.c's
+ * gfr_rdma_cq_complete): the device layer calls up through it. */
+typedef void (*gfr_rdma_wc_fn)(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
+
 struct gfr_rdma {
     struct gfr_rdma_opts opts;
+    gfr_rdma_wc_fn on_wc;
     struct gfr_pool *pool; /* dispatch=pool, else NULL */
     struct rdma_event_channel *channel;
     int wake_fd; /* eventfd: the reap list has work */
@@ -356,23 +374,30 @@ struct gfr_rdma {
     struct cds_list_head dead; /* finalized, not yet released */
 };
 
-/* rdma-device.c */
-int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
-                     int cq_entries, struct gfr_rdma_dev **dev,
-                     struct gfr_rdma_poller **poller);
-void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
-int gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_send_wr *wr);
-void gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns);
-void gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs);
-void gfr_rdma_dev_free_removed(struct gfr_rdma *engine);
-void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
+/*
+ * The engine's files, lowest first (tests/layering/layers): a file calls
+ * only the files above it in this list, and upward only through the
+ * callbacks above (on_wc, a transfer's finished, the pool's jobs, the
+ * owner's gfr_rdma_conn_ops).
+ */
 
-/* rdma-async.c: the devices' asynchronous events (CM thread) */
-struct pollfd;
-int gfr_rdma_async_watch(struct gfr_rdma_dev *dev);
-unsigned gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
-                            struct gfr_rdma_dev **devs, unsigned max);
-void gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents);
+/* rdma-log.c: log messages (stderr until the embedding program sets its own) */
+void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX]);
+
+/* rdma-mr.c: registering, deregistering and revoking a connection's MRs */
+int gfr_rdma_mr_register(struct gfr_rdma_conn *conn, void *addr, size_t len, int access,
+                         struct ibv_mr **mr);
+void gfr_rdma_mr_deregister(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
+void gfr_rdma_mr_revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
+void gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all);
+
+/* rdma-pbuf.c: registered buffers to pull into */
+struct gfr_rdma_pbuf *gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len);
+void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
+void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
 
 /* rdma-srq.c: the device's shared receive queue */
 int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);
@@ -385,61 +410,31 @@ void gfr_rdma_srq_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
 struct gfr_rdma_conn *gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t qp_num);
 void gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev);
 
-/* rdma-conn.c: a connection's life */
-struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
-int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
-                                struct gfr_cm_params *params);
-int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
-                            const struct gfr_cm_params *peer);
-void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
-void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
-void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn);
+/* rdma-device.c: devices, their pollers, and posting to their QPs */
+int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
+                     int cq_entries, struct gfr_rdma_dev **dev,
+                     struct gfr_rdma_poller **poller);
+void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
+int gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_send_wr *wr);
+void gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns);
+void gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs);
+void gfr_rdma_dev_free_removed(struct gfr_rdma *engine);
+void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
+
+/* rdma-qp.c: references, failing and draining, the send-queue ring */
 void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
+void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
 int gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t slot);
-int gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len);
-
-/* rdma-send.c: slots, credits and the pending queue */
-int gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
-                         const struct gfr_wire_seg *read, const struct gfr_wire_seg *write,
-                         const struct iovec *iov, unsigned iovcnt,
-                         struct gfr_rdma_offer *offer);
-struct gfr_rdma_pending *gfr_rdma_encode(const struct gfr_wire_hdr *hdr,
-                                         const struct gfr_wire_seg *read,
-                                         const struct gfr_wire_seg *write,
-                                         const struct iovec *iov, unsigned iovcnt);
-void gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p);
-void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
-void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
-void gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok);
+void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
+void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
 unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
+int gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
+                            struct ibv_send_wr *wr);
 
-/* rdma-recv.c: completions, decoding, delivery */
-struct gfr_rdma_rx_plan {
-    struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
-    int done_status;
-    struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
-    int pulling;                     /* a transfer took the message */
-    int refuse;                      /* could not pull it: answer ERROR */
-};
-int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
-                              struct gfr_rdma_rx_plan *plan, const char **reason);
-void gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
-void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
-                      struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to);
-
-/* rdma-pbuf.c: registered buffers to pull into */
-struct gfr_rdma_pbuf *gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len);
-void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
-void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
-
-/* rdma-bulk.c: offers, the peer's write lists, transfers */
+/* rdma-offer.c: our offers and the peer's write lists */
 struct gfr_rdma_offer *gfr_rdma_offer_new(void);
 int gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                             void *addr, size_t len, int access, struct ibv_mr **mr);
@@ -453,21 +448,68 @@ void gfr_rdma_offer_pulled(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *of
 int gfr_rdma_peer_wl_add_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg);
 struct gfr_rdma_peer_wl *gfr_rdma_peer_wl_take_locked(struct gfr_rdma_conn *conn,
                                                       uint32_t xid);
-int gfr_rdma_pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
-                               struct gfr_rdma_offer *reply_to);
-int gfr_rdma_push_start_locked(struct gfr_rdma_conn *conn,
-                               const struct gfr_rdma_peer_wl *wl,
-                               const struct gfr_xfer_local *local, unsigned n_local,
-                               uint64_t total, struct gfr_rdma_pending *reply,
-                               struct gfr_rdma_offer *offer);
+void gfr_rdma_offers_release_all(struct gfr_rdma_conn *conn);
+
+/* rdma-tx.c: slots, credits and the pending queue */
+size_t gfr_rdma_iov_total(const struct iovec *iov, unsigned n);
+int gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
+                         const struct gfr_wire_seg *read, const struct gfr_wire_seg *write,
+                         const struct iovec *iov, unsigned iovcnt,
+                         struct gfr_rdma_offer *offer);
+struct gfr_rdma_pending *gfr_rdma_encode(const struct gfr_wire_hdr *hdr,
+                                         const struct gfr_wire_seg *read,
+                                         const struct gfr_wire_seg *write,
+                                         const struct iovec *iov, unsigned iovcnt);
+void gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p);
+void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
+void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
+void gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok);
+void gfr_rdma_tx_release_all(struct gfr_rdma_conn *conn);
+
+/* rdma-transfer.c: RDMA READs and WRITEs within rdma-depth */
+struct gfr_rdma_xfer *gfr_rdma_xfer_new(struct gfr_rdma_conn *conn, int is_pull,
+                                        gfr_rdma_xfer_finished_fn finished);
+void gfr_rdma_xfer_start_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_xfer *x);
 void gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn);
 void gfr_rdma_xfer_complete(struct gfr_rdma_wr *ctx, int ok);
-void gfr_rdma_bulk_release_all(struct gfr_rdma_conn *conn);
+void gfr_rdma_xfers_release_all(struct gfr_rdma_conn *conn);
 
-/* Logging (stderr until the GlusterFS plugin sets its own). */
-void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX]);
+/* rdma-rx.c: checking, pulling and delivering received messages */
+struct gfr_rdma_rx_plan {
+    struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
+    int done_status;
+    struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
+    int pulling;                     /* a transfer took the message */
+    int refuse;                      /* could not pull it: answer ERROR */
+};
+int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+                              struct gfr_rdma_rx_plan *plan, const char **reason);
+void gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
+                        struct gfr_rdma_rbuf *rb, struct ibv_wc *wc);
+void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
+                      struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to);
+
+/* rdma-submit.c: the public gfr_rdma_submit and gfr_rdma_send */
+
+/* rdma-cq.c: work completions by kind */
+void gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
+
+/* rdma-conn.c: a connection's setup, keepalives and end */
+struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
+int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
+                                struct gfr_cm_params *params);
+int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
+                            const struct gfr_cm_params *peer);
+void gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
+int gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len);
+
+/* rdma-async.c: the devices' asynchronous events (CM thread) */
+struct pollfd;
+unsigned gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
+                            struct gfr_rdma_dev **devs, unsigned max);
+void gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents);
 
 #endif /* GFR_RDMA_INTERNAL_H */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The receive side of a connection: work completions, decoding and
- * checking every received header against what this side offered, and
- * delivering messages inline on the poller or through the worker pool.
- * Locking and lifetime rules: rdma-internal.h.
+ * The receive side of a connection: decoding and checking every received
+ * header against what this side offered, pulling a read list, answering
+ * DONE, and delivering messages inline on the poller or through the
+ * worker pool.  Completions reach it from rdma-cq.c.  Locking and
+ * lifetime rules: rdma-internal.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,6 +78,94 @@ gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
 }
 
 /*
+ * A pull ended (gfr_rdma_xfer_finished_fn).  With all its data, DONE goes
+ * back and the message is delivered; failed, or on a connection that is
+ * ending, the buffer goes back and the request it answers (if any) is
+ * released with -ENOTCONN; cancelled at the end of the connection, only
+ * the buffer goes back (the offers end with the others).  Poller thread,
+ * or the CM thread at the end; no lock held.
+ */
+static void
+pull_finished(struct gfr_rdma_xfer *x, int status)
+{
+    struct gfr_rdma_conn *conn = x->ctx.conn;
+    struct gfr_wire_hdr done = {.type = GFR_WIRE_DONE, .xid = x->rx.xid};
+    int deliver;
+
+    if (status == -ECANCELED) {
+        gfr_rdma_pbuf_put(x->pbuf);
+        free(x);
+        return;
+    }
+    pthread_mutex_lock(&conn->lock);
+    deliver = status == 0 && conn->state != GFR_CONN_DISCONNECTING;
+    if (deliver) {
+        conn->stats.received++;
+        if (gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
+            gfr_rdma_conn_fail_locked(conn, -ENOMEM);
+    }
+    pthread_mutex_unlock(&conn->lock);
+    if (deliver) {
+        gfr_rdma_deliver(conn, &x->rx, x->pbuf, x->reply_to);
+    } else {
+        gfr_rdma_pbuf_put(x->pbuf);
+        if (x->reply_to)
+            gfr_rdma_offer_put(conn, x->reply_to, -ENOTCONN);
+    }
+    free(x);
+}
+
+/*
+ * Starts pulling the read list of msg into a pull buffer of this poller
+ * (the inline part is copied in front, so the receive buffer can be
+ * reposted at once).  reply_to: our request this message answers, whose
+ * part the delivery will release.  The connection's poller thread, caller
+ * holds conn->lock.  0, -ENOMEM, or -EPROTO.
+ */
+static int
+pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+                  struct gfr_rdma_offer *reply_to)
+{
+    struct gfr_rdma_xfer *x = gfr_rdma_xfer_new(conn, 1, pull_finished);
+    size_t head = msg->hdr.inline_len;
+    size_t bulk = msg->hdr.read_len;
+    uint8_t *buf;
+    int err;
+
+    if (!x)
+        return -ENOMEM;
+    x->pbuf = gfr_rdma_pbuf_get(conn->poller, head + bulk);
+    if (!x->pbuf) {
+        free(x);
+        return -ENOMEM;
+    }
+    buf = x->pbuf->mem;
+    memcpy(buf, msg->payload, head);
+    memcpy(x->remote, msg->read, msg->hdr.n_read * sizeof(x->remote[0]));
+    x->local[0] = (struct gfr_xfer_local){(uintptr_t)(buf + head), (uint32_t)bulk,
+                                          x->pbuf->mr->lkey};
+    err = gfr_xfer_init(&x->plan, x->local, 1, x->remote, msg->hdr.n_read, bulk,
+                        conn->engine->opts.segment_size);
+    if (err) {
+        /* The decoder checked the lengths; only a wrapping segment is left. */
+        gfr_rdma_pbuf_put(x->pbuf);
+        free(x);
+        return -EPROTO;
+    }
+    x->rx.xid = msg->hdr.xid;
+    x->rx.is_reply = msg->hdr.type == GFR_WIRE_REPLY;
+    x->rx.head = buf;
+    x->rx.head_len = head;
+    x->rx.bulk = buf + head;
+    x->rx.bulk_len = bulk;
+    x->rx.written = msg->hdr.written;
+    x->reply_to = reply_to;
+    conn->stats.bulk_pulled += bulk;
+    gfr_rdma_xfer_start_locked(conn, x);
+    return 0;
+}
+
+/*
  * Checks a decoded msg against the connection's credits and this side's
  * offers, and records what it needs: the offer a DONE/ERROR releases, the
  * request a REPLY answers, a pull started.  Caller holds conn->lock.  0,
@@ -133,7 +222,7 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
         break;
     }
     if (hdr->n_read) {
-        if (gfr_rdma_pull_start_locked(conn, msg, plan->reply_to) == 0)
+        if (pull_start_locked(conn, msg, plan->reply_to) == 0)
             plan->pulling = 1;
         else
             plan->refuse = 1;
@@ -145,10 +234,10 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
  * A message arrived for conn in buf (a buffer of its own at slot, or rb of
  * the device's SRQ).  The buffer is reposted once the message no longer
  * needs it (copied for the pool or a pull, or handled inline), and one
- * credit goes back to the peer.  Poller thread.
+ * credit goes back to the peer.  Poller thread (rdma-cq.c), no lock held.
  */
-static void
-handle_recv(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
+void
+gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
             struct gfr_rdma_rbuf *rb, struct ibv_wc *wc)
 {
     struct gfr_wire_msg msg;
@@ -211,110 +300,4 @@ repost:
         gfr_credits_on_repost(&conn->credits, 1);
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
-}
-
-/*
- * A flushed completion while the connection is still up: the QP went to
- * the error state without an error completion of ours (the provider's
- * responder side, or the CM).  Says so, with what the QP reports.
- */
-static void
-log_unexpected_flush(struct gfr_rdma_conn *conn)
-{
-    struct ibv_qp_attr attr;
-    struct ibv_qp_init_attr init;
-    int up;
-
-    pthread_mutex_lock(&conn->lock);
-    up = conn->state == GFR_CONN_ESTABLISHED || conn->state == GFR_CONN_CONNECTING;
-    pthread_mutex_unlock(&conn->lock);
-    if (!up)
-        return;
-    if (ibv_query_qp(conn->qp, &attr, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC |
-                                          IBV_QP_MAX_DEST_RD_ATOMIC, &init) == 0)
-        gfr_rdma_conn_log(conn, "QP %u went to the error state with no error completion of ours "
-                          "(state %d, max_rd_atomic %u, max_dest_rd_atomic %u, %u READ/WRITE "
-                          "in flight); disconnecting", conn->qp->qp_num, attr.qp_state,
-                          attr.max_rd_atomic, attr.max_dest_rd_atomic, conn->rdma_inflight);
-    else
-        gfr_rdma_conn_log(conn, "QP %u went to the error state with no error completion of ours; "
-                          "disconnecting", conn->qp->qp_num);
-}
-
-static void
-log_failed_wr(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx,
-              const struct ibv_wc *wc)
-{
-    if (wc->status != IBV_WC_WR_FLUSH_ERR)
-        gfr_rdma_conn_log(conn, "%s work request failed: %s (vendor error %u); disconnecting",
-                          ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
-                          : ctx->kind == GFR_WR_DRAIN ? "the drain"
-                          : ctx->kind == GFR_WR_KEEPALIVE ? "a keepalive"
-                          : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
-                          ibv_wc_status_str(wc->status), wc->vendor_err);
-}
-
-/* A completion of a buffer of the device's SRQ: find the connection by QP
- * number; a connection that is gone only gets the buffer back. */
-static void
-srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *wc)
-{
-    struct gfr_rdma_rbuf *rb = caa_container_of(ctx, struct gfr_rdma_rbuf, wr);
-    struct gfr_rdma_conn *conn;
-
-    gfr_rdma_srq_taken(dev);
-    conn = gfr_rdma_srq_lookup_get(dev, wc->qp_num);
-    if (!conn) {
-        gfr_rdma_srq_post(dev, rb);
-        return;
-    }
-    if (wc->status == IBV_WC_SUCCESS) {
-        handle_recv(conn, rb->addr, 0, rb, wc);
-    } else {
-        if (wc->status == IBV_WC_WR_FLUSH_ERR)
-            log_unexpected_flush(conn);
-        log_failed_wr(conn, ctx, wc);
-        gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
-        gfr_rdma_srq_post(dev, rb);
-    }
-    gfr_rdma_conn_put(conn);
-}
-
-/* One work completion, from a poller.  The work request's reference (or,
- * for an SRQ buffer, the one the lookup takes) keeps the connection alive
- * until the end. */
-void
-gfr_rdma_conn_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
-{
-    struct gfr_rdma_wr *ctx = (struct gfr_rdma_wr *)(uintptr_t)wc->wr_id;
-    struct gfr_rdma_conn *conn = ctx->conn;
-    int ok = wc->status == IBV_WC_SUCCESS;
-
-    if (!conn) {
-        srq_complete(poller->dev, ctx, wc);
-        return;
-    }
-    if (!ok) {
-        if (wc->status == IBV_WC_WR_FLUSH_ERR)
-            log_unexpected_flush(conn);
-        log_failed_wr(conn, ctx, wc);
-        gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
-    }
-    switch (ctx->kind) {
-    case GFR_WR_RECV:
-        if (ok)
-            handle_recv(conn, conn->recv_buf +
-                                  (size_t)ctx->slot * conn->engine->opts.inline_max,
-                        ctx->slot, NULL, wc);
-        break;
-    case GFR_WR_SEND:
-    case GFR_WR_DRAIN:
-    case GFR_WR_KEEPALIVE:
-        gfr_rdma_send_complete(ctx, ok);
-        break;
-    default:
-        gfr_rdma_xfer_complete(ctx, ok);
-        break;
-    }
-    gfr_rdma_conn_put(conn);
 }

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Memory registration of a connection's transfers: registering the
+ * caller's buffers, deregistering them (timed, in the connection's
+ * statistics), and revoking a peer's remote access.  One provider quirk
+ * (rdma-device.c: rxe replays a READ or WRITE late) makes revoking keep
+ * the MRs registered for a grace on the connection's retired list.
+ * Locking: the statistics and the retired list under conn->lock, taken
+ * here; every function is called without it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gfr_clock.h"
+#include "rdma-internal.h"
+
+static void
+count_registration(struct gfr_rdma_conn *conn, uint64_t start)
+{
+    uint64_t spent = gfr_now_ns() - start;
+
+    pthread_mutex_lock(&conn->lock);
+    conn->stats.registrations++;
+    conn->stats.registration_ns += spent;
+    pthread_mutex_unlock(&conn->lock);
+}
+
+/* Deregisters n MRs, counting the time.  Any thread, no lock held. */
+void
+gfr_rdma_mr_deregister(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
+{
+    uint64_t start;
+
+    if (!n)
+        return;
+    start = gfr_now_ns();
+    for (unsigned i = 0; i < n; i++)
+        ibv_dereg_mr(mr[i]);
+    count_registration(conn, start);
+}
+
+/*
+ * Registers [addr, addr + len) on the connection's device with access,
+ * counting the time in the connection's statistics; a failure is logged
+ * with what was asked.  No lock held (registration is slow).  0 or -errno.
+ */
+int
+gfr_rdma_mr_register(struct gfr_rdma_conn *conn, void *addr, size_t len, int access,
+                     struct ibv_mr **mrp)
+{
+    uint64_t start = gfr_now_ns();
+    struct ibv_mr *mr = ibv_reg_mr(conn->dev->pd, addr, len, access);
+
+    count_registration(conn, start);
+    if (!mr) {
+        int err = errno ? errno : ENOMEM;
+
+        gfr_rdma_conn_log(conn, "registering %zu bytes at %p for a transfer failed: %s", len, addr,
+                          strerror(err));
+        return -err;
+    }
+    *mrp = mr;
+    return 0;
+}
+
+/* Deregisters the retired MRs whose grace has passed (all with all set).
+ * Takes conn->lock: not with it held. */
+void
+gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all)
+{
+    uint64_t now = gfr_now_ns();
+
+    for (;;) {
+        struct gfr_rdma_retired *r = NULL;
+
+        pthread_mutex_lock(&conn->lock);
+        if (!cds_list_empty(&conn->retired)) {
+            r = cds_list_first_entry(&conn->retired, struct gfr_rdma_retired, link);
+            if (all || r->expire_ns <= now)
+                cds_list_del(&r->link);
+            else
+                r = NULL;
+        }
+        pthread_mutex_unlock(&conn->lock);
+        if (!r)
+            return;
+        gfr_rdma_mr_deregister(conn, r->mr, r->n);
+        free(r);
+    }
+}
+
+/*
+ * Ends the peer's remote access to n MRs: deregisters them, or on a
+ * provider that replays requests late (dev->revoke_grace_ns) keeps them on
+ * the retired list for that long.  No lock held.
+ */
+void
+gfr_rdma_mr_revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
+{
+    struct gfr_rdma_retired *r;
+
+    if (!n)
+        return;
+    r = conn->dev->revoke_grace_ns ? malloc(sizeof(*r) + n * sizeof(r->mr[0])) : NULL;
+    if (!r) {
+        gfr_rdma_mr_deregister(conn, mr, n);
+        return;
+    }
+    r->expire_ns = gfr_now_ns() + conn->dev->revoke_grace_ns;
+    r->n = n;
+    memcpy(r->mr, mr, n * sizeof(r->mr[0]));
+    pthread_mutex_lock(&conn->lock);
+    cds_list_add_tail(&r->link, &conn->retired);
+    pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_mr_reap_retired(conn, 0);
+}

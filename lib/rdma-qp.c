@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A connection's queue pair and its life: the references that keep the
+ * connection until every work request has completed (rdma-internal.h),
+ * the send-queue ring that retires unsignaled work requests, posting to
+ * the send queue, and failing: the QP to the error state, its work
+ * requests flushed, a drain posted to retire the rest.  Everything above
+ * (sending, receiving, transfers, setup) posts and fails through here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <urcu/uatomic.h>
+
+#include "gfr_clock.h"
+#include "rdma-internal.h"
+
+/* Called once per connection, by whoever dropped its last reference. */
+static void
+queue_reap(struct gfr_rdma_conn *conn)
+{
+    struct gfr_rdma *engine = conn->engine;
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_add_tail(&conn->reap_link, &engine->reap);
+    pthread_mutex_unlock(&engine->lock);
+    if (write(engine->wake_fd, &one, sizeof(one)) != sizeof(one))
+        gfr_rdma_log("cannot wake the CM thread: %s", strerror(errno));
+}
+
+/* Takes a reference for a work request or a pool delivery; the caller
+ * already holds one (or the CM side's is still there). */
+void
+gfr_rdma_conn_get(struct gfr_rdma_conn *conn)
+{
+    uatomic_inc(&conn->outstanding);
+}
+
+/* Drops one reference; see gfr_rdma_conn_cm_done.  Any thread; takes
+ * engine->lock when it is the last. */
+void
+gfr_rdma_conn_put(struct gfr_rdma_conn *conn)
+{
+    if (uatomic_sub_return(&conn->outstanding, 1) == 0)
+        queue_reap(conn);
+}
+
+/*
+ * The CM side is over (CM thread): drop its reference.  `outstanding` holds
+ * one reference for the CM side until then, one per posted work request
+ * and one per pool delivery; whoever drops the last queues the connection
+ * for reaping and is the last to touch it.
+ */
+void
+gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn)
+{
+    if (uatomic_xchg(&conn->cm_done, 1) == 0)
+        gfr_rdma_conn_put(conn);
+}
+
+/* Posts receive buffer i.  Caller: the CM thread before connecting, or the
+ * poller after handling the buffer's message. */
+int
+gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
+{
+    uint32_t size = conn->engine->opts.inline_max;
+    struct ibv_sge sge = {.addr = (uintptr_t)(conn->recv_buf + (size_t)i * size),
+                          .length = size, .lkey = conn->recv_mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&conn->recv_wr[i],
+                             .sg_list = &sge, .num_sge = 1};
+    struct ibv_recv_wr *bad;
+    int err;
+
+    gfr_rdma_conn_get(conn);
+    err = ibv_post_recv(conn->qp, &wr, &bad);
+    if (err)
+        gfr_rdma_conn_put(conn);
+    return -err;
+}
+
+/*
+ * Moves the QP to error so every posted work request flushes, then posts
+ * the drain: an unsignaled SEND that completed before gives no completion,
+ * so the drain's (flushed) completion is what retires it.  Caller holds
+ * conn->lock.
+ */
+static void
+flush_qp(struct gfr_rdma_conn *conn)
+{
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->drain_wr,
+                             .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+    int err;
+
+    if (!conn->qp)
+        return;
+    ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+    if (!conn->sq_count)
+        return;
+    err = gfr_rdma_qp_post_locked(conn, &conn->drain_wr, &wr);
+    if (err)
+        /* Cannot tell which unsignaled SENDs completed: keep their
+         * references (the connection is not freed) rather than guess. */
+        gfr_rdma_conn_log(conn, "posting the drain of a failed QP: %s; %u send-queue entries "
+                          "stay unaccounted", strerror(err), conn->sq_count);
+}
+
+/*
+ * Ends the connection with reason (0: orderly).  The first reason sticks;
+ * the disconnected callback comes from the CM thread once everything has
+ * flushed.  Caller holds conn->lock (finalize clears id and qp under it).
+ *
+ * The deadline bounds the CM's part whatever stage the connection was in:
+ * an unanswered DREQ, or a handshake the peer never finishes after a
+ * failure that came before ESTABLISHED (on_established sends the DREQ if
+ * ESTABLISHED does come).
+ */
+void
+gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
+{
+    if (conn->state != GFR_CONN_DISCONNECTING) {
+        conn->state = GFR_CONN_DISCONNECTING;
+        conn->reason = reason;
+        uatomic_set(&conn->disconnect_deadline_ns,
+                    gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));
+        if (conn->id && conn->was_connected)
+            rdma_disconnect(conn->id);
+        flush_qp(conn);
+    }
+}
+
+/* As gfr_rdma_conn_fail_locked, from any thread without the lock. */
+void
+gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
+{
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_fail_locked(conn, reason);
+    pthread_mutex_unlock(&conn->lock);
+}
+
+int
+gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
+{
+    if (!conn)
+        return -EINVAL;
+    gfr_rdma_conn_fail(conn, 0);
+    return 0;
+}
+
+/* Records a posted send-queue work request.  Caller holds conn->lock. */
+void
+gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
+{
+    conn->sq_ring[(conn->sq_head + conn->sq_count++) % conn->sq_size] = ctx;
+}
+
+/*
+ * ctx completed: retires it and every send-queue entry posted before it
+ * (unsignaled SENDs that completed without a completion of their own),
+ * freeing their slots.  Returns how many entries other than ctx were
+ * retired: the caller drops that many references (gfr_rdma_sq_put) once
+ * it has let go of conn->lock.  Caller holds conn->lock.
+ */
+unsigned
+gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
+{
+    unsigned earlier = 0;
+
+    while (conn->sq_count) {
+        struct gfr_rdma_wr *e = conn->sq_ring[conn->sq_head];
+
+        conn->sq_head = (conn->sq_head + 1) % conn->sq_size;
+        conn->sq_count--;
+        if (e == ctx)
+            return earlier;
+        /* Only unsignaled SENDs can be passed over: every other entry has
+         * a completion, which came before this one. */
+        conn->free_slots[conn->nfree++] = e->slot;
+        earlier++;
+    }
+    return earlier;
+}
+
+/* Drops the references of n retired work requests.  No lock held. */
+void
+gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n)
+{
+    while (n--)
+        gfr_rdma_conn_put(conn);
+}
+
+/*
+ * Posts wr, whose wr_id is ctx, to the connection's send queue: takes the
+ * work request's reference and records ctx on the send-queue ring, or
+ * drops the reference again when the post fails.  Caller holds conn->lock.
+ * 0 or a positive errno (the data path's convention, as ibv_post_send's).
+ */
+int
+gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
+                        struct ibv_send_wr *wr)
+{
+    int err;
+
+    gfr_rdma_conn_get(conn);
+    err = gfr_rdma_dev_post_send(conn->dev, conn->qp, wr);
+    if (err) {
+        gfr_rdma_conn_put(conn);
+        return err;
+    }
+    gfr_rdma_sq_push_locked(conn, ctx);
+    return 0;
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The send side of a connection: send slots, credits and the queue of
+ * encoded messages waiting for them, CREDIT messages, and SEND
+ * completions.  How a message travels is chosen above, in rdma-submit.c.
+ * Locking and lifetime rules: rdma-internal.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <urcu/uatomic.h>
+
+#include "gfr_be.h"
+#include "rdma-internal.h"
+
+static uint8_t *
+slot_buf(const struct gfr_rdma_conn *conn, uint32_t slot)
+{
+    return conn->send_buf + (size_t)slot * conn->engine->opts.inline_max;
+}
+
+/* Writes the header, the lists and the iovecs' bytes into dst.  Returns
+ * the length, or -EMSGSIZE when cap is too small. */
+static ssize_t
+encode_into(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
+            const struct gfr_wire_seg *write, const struct iovec *iov,
+            unsigned iovcnt, uint8_t *dst, size_t cap)
+{
+    ssize_t n = gfr_wire_encode(hdr, read, write, dst, cap);
+    size_t off;
+
+    if (n < 0)
+        return n;
+    off = (size_t)n;
+    for (unsigned i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > cap - off)
+            return -EMSGSIZE;
+        if (iov[i].iov_len)
+            memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    return (ssize_t)off;
+}
+
+/* The bytes of n iovecs.  No state; any thread. */
+size_t
+gfr_rdma_iov_total(const struct iovec *iov, unsigned n)
+{
+    size_t total = 0;
+
+    for (unsigned i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    return total;
+}
+
+/*
+ * Encodes a message into a pending entry (malloc'd; the caller owns it).
+ * Returns NULL without memory or when it does not encode.
+ */
+struct gfr_rdma_pending *
+gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
+                const struct gfr_wire_seg *write, const struct iovec *iov,
+                unsigned iovcnt)
+{
+    size_t len = gfr_wire_hdr_len(hdr->n_read, hdr->n_write) + gfr_rdma_iov_total(iov, iovcnt);
+    struct gfr_rdma_pending *p = malloc(sizeof(*p) + len);
+
+    if (!p)
+        return NULL;
+    p->offer = NULL;
+    if (encode_into(hdr, read, write, iov, iovcnt, p->data, len) != (ssize_t)len) {
+        free(p);
+        return NULL;
+    }
+    p->len = len;
+    return p;
+}
+
+/*
+ * Posts the message already in slot's buffer, stamping its credit grant.
+ * It is signaled when the slot's completion must release offer's part, or
+ * when half the slots have gone unsignaled (so slots come back while the
+ * peer keeps the queue busy); the others are retired by a later
+ * completion.  Caller holds conn->lock, has taken the slot and the credit.
+ * 0 or a negative errno (the slot is free again then).
+ */
+static int
+post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t grant,
+                 struct gfr_rdma_offer *offer)
+{
+    uint8_t *buf = slot_buf(conn, slot);
+    struct gfr_rdma_wr *ctx = &conn->send_wr[slot];
+    struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = (uint32_t)len,
+                          .lkey = conn->send_mr->lkey};
+    struct ibv_send_wr wr;
+    int err;
+
+    gfr_put_be16(buf + 4, grant);
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id = (uintptr_t)ctx;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    if (offer || conn->unsignaled + 1 >= conn->nsend / 2) {
+        wr.send_flags = IBV_SEND_SIGNALED;
+        conn->unsignaled = 0;
+    } else {
+        conn->unsignaled++;
+    }
+    if (len <= conn->dev->max_inline)
+        wr.send_flags |= IBV_SEND_INLINE;
+    ctx->offer = offer;
+    err = gfr_rdma_qp_post_locked(conn, ctx, &wr);
+    if (err) {
+        ctx->offer = NULL;
+        conn->free_slots[conn->nfree++] = slot;
+        gfr_rdma_conn_log(conn, "ibv_post_send failed: %s", strerror(err));
+        return -err;
+    }
+    if (buf[1] == GFR_WIRE_CREDIT)
+        conn->stats.credit_updates++;
+    else
+        conn->stats.sent++;
+    return 0;
+}
+
+static int
+can_send_data_locked(struct gfr_rdma_conn *conn)
+{
+    return conn->state == GFR_CONN_ESTABLISHED && cds_list_empty(&conn->pending) &&
+           conn->nfree && gfr_credits_can_send_data(&conn->credits);
+}
+
+/*
+ * Sends what waits for credits or slots, in order, then a CREDIT message
+ * if one is due.  A failing post leaves the message queued and ends the
+ * connection (the end of the connection releases the queue).  Caller holds
+ * conn->lock.
+ */
+void
+gfr_rdma_flush_locked(struct gfr_rdma_conn *conn)
+{
+    while (conn->state == GFR_CONN_ESTABLISHED && !cds_list_empty(&conn->pending) &&
+           conn->nfree && gfr_credits_can_send_data(&conn->credits)) {
+        struct gfr_rdma_pending *p =
+            cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
+        uint32_t slot = conn->free_slots[--conn->nfree];
+
+        memcpy(slot_buf(conn, slot), p->data, p->len);
+        if (post_slot_locked(conn, slot, p->len, gfr_credits_take_data(&conn->credits),
+                             p->offer) != 0) {
+            gfr_rdma_conn_fail_locked(conn, -EIO);
+            return;
+        }
+        cds_list_del(&p->link);
+        free(p);
+    }
+    if (conn->state == GFR_CONN_ESTABLISHED && conn->nfree &&
+        gfr_credits_need_update(&conn->credits)) {
+        struct gfr_wire_hdr hdr = {.type = GFR_WIRE_CREDIT, .xid = conn->xid};
+        uint32_t slot = conn->free_slots[--conn->nfree];
+
+        gfr_wire_encode(&hdr, NULL, NULL, slot_buf(conn, slot), GFR_WIRE_HDR_SIZE);
+        if (post_slot_locked(conn, slot, GFR_WIRE_HDR_SIZE,
+                             gfr_credits_take_update(&conn->credits), NULL) != 0)
+            gfr_rdma_conn_fail_locked(conn, -EIO);
+    }
+}
+
+void
+gfr_rdma_send_flush(struct gfr_rdma_conn *conn)
+{
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_flush_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+}
+
+/* Queues p (whose offer part it carries) behind what already waits.
+ * Caller holds conn->lock. */
+void
+gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p)
+{
+    cds_list_add_tail(&p->link, &conn->pending);
+    conn->stats.queued_for_credits++;
+    gfr_rdma_flush_locked(conn);
+}
+
+/*
+ * Sends a data message now if a slot and a credit allow and nothing waits
+ * before it, else queues an encoded copy.  Either way the message carries
+ * one part of offer (may be NULL) until its SEND completes.  Caller holds
+ * conn->lock.  0, -ENOMEM, or the post's error.
+ */
+int
+gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
+                     const struct gfr_wire_seg *read, const struct gfr_wire_seg *write,
+                     const struct iovec *iov, unsigned iovcnt,
+                     struct gfr_rdma_offer *offer)
+{
+    struct gfr_rdma_pending *p;
+
+    if (can_send_data_locked(conn)) {
+        uint32_t slot = conn->free_slots[--conn->nfree];
+        ssize_t len = encode_into(hdr, read, write, iov, iovcnt, slot_buf(conn, slot),
+                                  conn->agreed.inline_max);
+
+        if (len < 0) {
+            conn->free_slots[conn->nfree++] = slot;
+            return (int)len;
+        }
+        return post_slot_locked(conn, slot, (size_t)len,
+                                gfr_credits_take_data(&conn->credits), offer);
+    }
+    p = gfr_rdma_encode(hdr, read, write, iov, iovcnt);
+    if (!p)
+        return -ENOMEM;
+    p->offer = offer;
+    gfr_rdma_queue_locked(conn, p);
+    return 0;
+}
+
+/* A SEND (or the drain or a keepalive) completed (ok) or was flushed: its slot and
+ * those of the unsignaled SENDs before it are free again, its offer part
+ * released.  Poller thread. */
+void
+gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
+{
+    struct gfr_rdma_conn *conn = ctx->conn;
+    struct gfr_rdma_offer *offer;
+    unsigned retired;
+
+    pthread_mutex_lock(&conn->lock);
+    offer = ctx->offer;
+    ctx->offer = NULL;
+    retired = gfr_rdma_sq_retire_locked(conn, ctx);
+    if (ctx->kind == GFR_WR_SEND)
+        conn->free_slots[conn->nfree++] = ctx->slot;
+    else if (ctx->kind == GFR_WR_KEEPALIVE)
+        conn->keepalive_posted = 0;
+    gfr_rdma_flush_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_sq_put(conn, retired);
+    if (offer)
+        gfr_rdma_offer_put(conn, offer, ok ? 0 : -ENOTCONN);
+}
+
+size_t
+gfr_rdma_max_inline(const struct gfr_rdma_conn *conn)
+{
+    uint32_t limit = conn->agreed.inline_max ? conn->agreed.inline_max
+                                             : conn->engine->opts.inline_max;
+
+    return limit - GFR_WIRE_HDR_SIZE;
+}
+
+size_t
+gfr_rdma_max_msg(const struct gfr_rdma_conn *conn)
+{
+    return conn->agreed.max_msg ? conn->agreed.max_msg : conn->engine->opts.max_msg;
+}
+
+/* The end of the connection (CM thread): frees the messages still waiting
+ * for credits (their offers end with the others).  Takes conn->lock. */
+void
+gfr_rdma_tx_release_all(struct gfr_rdma_conn *conn)
+{
+    pthread_mutex_lock(&conn->lock);
+    while (!cds_list_empty(&conn->pending)) {
+        struct gfr_rdma_pending *p =
+            cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
+
+        cds_list_del(&p->link);
+        free(p);
+    }
+    pthread_mutex_unlock(&conn->lock);
+}
