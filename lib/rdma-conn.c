@@ -104,9 +104,12 @@ check_placement(const struct gfr_rdma_conn *conn)
     return 0;
 }
 
-/* Send slots (registered, inline-max each) and the send-queue ring. */
-static int
-setup_send_side(struct gfr_rdma_conn *conn)
+/* Send slots (registered, inline-max each), the send-queue ring and the
+ * drain and keepalive work requests, for conn->nsend slots on conn->dev.
+ * CM thread (gfr_rdma_conn_setup; the unit tests build connections with
+ * it too).  0 or -ENOMEM; what was allocated is freed at finalisation. */
+int
+gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn)
 {
     size_t size = (size_t)conn->nsend * conn->engine->opts.inline_max;
 
@@ -220,7 +223,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     err = gfr_rdma_dev_get(engine, conn->id->verbs, cq_entries(conn), &conn->dev,
                            &conn->poller);
     if (!err)
-        err = setup_send_side(conn);
+        err = gfr_rdma_conn_setup_send_side(conn);
     if (!err && conn->dev->srq) {
         pthread_mutex_lock(&engine->lock);
         err = gfr_rdma_srq_reserve(conn->dev, conn->nrecv);

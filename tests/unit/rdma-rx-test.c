@@ -46,14 +46,32 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
     return 0;
 }
 
+/* Replace libibverbs' for the send slots' registration. */
+struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+    (void)access;
+    if (mr)
+        *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
+    return mr;
+}
+
+int
+ibv_dereg_mr(struct ibv_mr *mr)
+{
+    free(mr);
+    return 0;
+}
+
 static struct ibv_context fake_ctx;
 static struct ibv_qp fake_qp;
-static struct ibv_mr fake_mr;
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 
-/* An established connection with 8 credits each way and 8 send slots,
- * with a peer at peer (NULL: unknown). */
+/* An established connection with 8 credits each way and 8 send slots
+ * (set up by the engine's own gfr_rdma_conn_setup_send_side), with a peer
+ * at peer (NULL: unknown). */
 static struct gfr_rdma_conn *
 make_conn_with(const struct sockaddr *peer)
 {
@@ -75,18 +93,7 @@ make_conn_with(const struct sockaddr *peer)
                                           .max_msg = 1 << 20, .max_segs = 16};
     conn->limits = (struct gfr_wire_limits){.max_msg = 1 << 20, .max_segs = 16};
     gfr_credits_init(&conn->credits, 8);
-    conn->send_buf = calloc(conn->nsend, engine.opts.inline_max);
-    conn->send_wr = calloc(conn->nsend, sizeof(*conn->send_wr));
-    conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
-    conn->sq_size = conn->nsend + engine.opts.rdma_depth + 1;
-    conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
-    conn->send_mr = &fake_mr;
-    for (uint32_t i = 0; i < conn->nsend; i++) {
-        conn->send_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
-                                                .kind = GFR_WR_SEND};
-        conn->free_slots[i] = i;
-    }
-    conn->nfree = conn->nsend;
+    assert_int_equal(gfr_rdma_conn_setup_send_side(conn), 0);
     post_send_result = 0;
     posts = qp_errors = 0;
     return conn;
@@ -101,27 +108,16 @@ make_conn(void)
 static void
 free_conn(struct gfr_rdma_conn *conn)
 {
-    for (unsigned b = 0; b < GFR_RDMA_XID_BUCKETS; b++) {
-        while (!cds_list_empty(&conn->offers[b])) {
-            struct gfr_rdma_offer *o =
-                cds_list_first_entry(&conn->offers[b], struct gfr_rdma_offer, link);
-            cds_list_del(&o->link);
-            free(o);
-        }
-        while (!cds_list_empty(&conn->peer_wl[b])) {
-            struct gfr_rdma_peer_wl *wl =
-                cds_list_first_entry(&conn->peer_wl[b], struct gfr_rdma_peer_wl, link);
-            cds_list_del(&wl->link);
-            free(wl);
-        }
-    }
-    while (!cds_list_empty(&conn->pending)) {
-        struct gfr_rdma_pending *p =
-            cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
-        cds_list_del(&p->link);
-        free(p);
-    }
+    struct gfr_rdma_offer *o;
+
+    /* Offers made by hand have no done callback: ended quietly. */
+    for (unsigned b = 0; b < GFR_RDMA_XID_BUCKETS; b++)
+        cds_list_for_each_entry(o, &conn->offers[b], link)
+            o->done = NULL;
+    gfr_rdma_tx_release_all(conn);
+    gfr_rdma_offers_release_all(conn);
     cds_list_del(&conn->link);
+    ibv_dereg_mr(conn->send_mr);
     free(conn->send_buf);
     free(conn->send_wr);
     free(conn->free_slots);
