@@ -406,7 +406,8 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     pthread_mutex_unlock(&engine->lock);
 
     pthread_mutex_lock(&conn->lock);
-    conn->state = GFR_CONN_DISCONNECTING;
+    if (conn->state != GFR_CONN_DISCONNECTING)
+        gfr_rdma_conn_set_state_locked(conn, GFR_CONN_DISCONNECTING);
     pthread_mutex_unlock(&conn->lock);
     gfr_rdma_xfers_release_all(conn);
     gfr_rdma_tx_release_all(conn);

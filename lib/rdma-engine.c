@@ -115,7 +115,9 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     conn->id = event->id;
     conn->id->context = conn;
     conn->is_server = 1;
-    conn->state = GFR_CONN_CONNECTING;
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING);
+    pthread_mutex_unlock(&conn->lock);
     conn->connect_deadline_ns = gfr_deadline_ns(engine->opts.connect_timeout_ms);
     err = listener->accept(listener, conn, listener->cb_arg, &conn->ops, &conn->cb_arg);
     if (!err && (!conn->ops || !conn->ops->received || !conn->ops->disconnected))
@@ -171,7 +173,7 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     conn->was_connected = 1;
     usable = conn->state == GFR_CONN_CONNECTING;
     if (usable)
-        conn->state = GFR_CONN_ESTABLISHED;
+        gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED);
     else if (conn->id)
         /* It failed before the CM reported it (a server can receive, and
          * fail, as soon as it has accepted): the peer believes it is
@@ -188,6 +190,22 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     gfr_rdma_send_flush(conn);
 }
 
+/* A client's next step of resolving and connecting, unless the connection
+ * failed meanwhile (engine destruction, a device removed): then its end
+ * is under way and nothing more is started.  1 when it moved on. */
+static int
+advance(struct gfr_rdma_conn *conn, enum gfr_conn_state to)
+{
+    int failed;
+
+    pthread_mutex_lock(&conn->lock);
+    failed = conn->state == GFR_CONN_DISCONNECTING;
+    if (!failed)
+        gfr_rdma_conn_set_state_locked(conn, to);
+    pthread_mutex_unlock(&conn->lock);
+    return !failed;
+}
+
 static void
 on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
 {
@@ -196,7 +214,8 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
 
     switch (event->event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-        conn->state = GFR_CONN_RESOLVING_ROUTE;
+        if (!advance(conn, GFR_CONN_RESOLVING_ROUTE))
+            break;
         if (rdma_resolve_route(conn->id, (int)engine->opts.connect_timeout_ms) != 0)
             conn_abort(conn, -errno);
         break;
@@ -207,8 +226,9 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         err = gfr_rdma_conn_setup(conn);
         if (!err) {
             fill_conn_param(conn, &param, private_data);
-            conn->state = GFR_CONN_CONNECTING;
             conn->connect_deadline_ns = gfr_deadline_ns(engine->opts.connect_timeout_ms);
+            if (!advance(conn, GFR_CONN_CONNECTING))
+                break;
             if (rdma_connect(conn->id, &param) != 0)
                 err = -errno;
         }
@@ -390,7 +410,7 @@ struct conn_timer {
 static int
 handshake_due(struct gfr_rdma_conn *conn, uint64_t now)
 {
-    return conn->state == GFR_CONN_CONNECTING && !conn->was_connected &&
+    return gfr_rdma_conn_state(conn) == GFR_CONN_CONNECTING && !conn->was_connected &&
            now > conn->connect_deadline_ns;
 }
 
@@ -483,7 +503,7 @@ disconnect_all(struct gfr_rdma *engine)
     pthread_mutex_lock(&engine->lock);
     cds_list_for_each_entry_safe(conn, tmp, &engine->conns, link) {
         live++;
-        if (conn->state == GFR_CONN_DISCONNECTING)
+        if (gfr_rdma_conn_state(conn) == GFR_CONN_DISCONNECTING)
             continue;
         pthread_mutex_unlock(&engine->lock);
         gfr_rdma_conn_fail(conn, 0);
@@ -718,7 +738,9 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
         return -ENOMEM;
     conn->ops = ops;
     conn->cb_arg = cb_arg;
-    conn->state = GFR_CONN_RESOLVING_ADDR;
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_set_state_locked(conn, GFR_CONN_RESOLVING_ADDR);
+    pthread_mutex_unlock(&conn->lock);
     if (rdma_create_id(engine->channel, &conn->id, conn, RDMA_PS_TCP) != 0) {
         err = -errno;
         gfr_rdma_conn_log(conn, "rdma_create_id failed: %s", strerror(-err));

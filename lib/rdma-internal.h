@@ -32,8 +32,17 @@
 #include "gfr_wire.h"
 #include "gfr_xfer.h"
 
-/* Where a connection is; the CM thread moves it forward. */
+/*
+ * Where a connection is.  It changes only through
+ * gfr_rdma_conn_set_state_locked (rdma-qp.c), which refuses every step but
+ * these: NEW → RESOLVING_ADDR → RESOLVING_ROUTE → CONNECTING (a client),
+ * NEW → CONNECTING (a server), CONNECTING → ESTABLISHED, and any state →
+ * DISCONNECTING, which is final.  conn->state is written under conn->lock
+ * and read under it, except by the CM thread's timers, which read it under
+ * engine->lock alone (gfr_rdma_conn_state).
+ */
 enum gfr_conn_state {
+    GFR_CONN_NEW,             /* created, not yet on its way */
     GFR_CONN_RESOLVING_ADDR,  /* client: rdma_resolve_addr issued */
     GFR_CONN_RESOLVING_ROUTE, /* client: rdma_resolve_route issued */
     GFR_CONN_CONNECTING,      /* connect sent / accept sent */
@@ -426,6 +435,9 @@ void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
 int gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t slot);
+int gfr_rdma_conn_set_state_locked(struct gfr_rdma_conn *conn, enum gfr_conn_state to);
+enum gfr_conn_state gfr_rdma_conn_state(const struct gfr_rdma_conn *conn);
+const char *gfr_rdma_conn_state_str(enum gfr_conn_state state);
 void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);

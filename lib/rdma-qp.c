@@ -8,6 +8,10 @@
  * (sending, receiving, transfers, setup) posts and fails through here.
  */
 #define _GNU_SOURCE
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* GFR_DEBUG */
+#endif
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,6 +112,67 @@ flush_qp(struct gfr_rdma_conn *conn)
                           "stay unaccounted", strerror(err), conn->sq_count);
 }
 
+/* The states each state may move to (enum gfr_conn_state's comment). */
+#define TO(state) (1u << (state))
+static const unsigned legal_next[] = {
+    [GFR_CONN_NEW] = TO(GFR_CONN_RESOLVING_ADDR) | TO(GFR_CONN_CONNECTING) |
+                     TO(GFR_CONN_DISCONNECTING),
+    [GFR_CONN_RESOLVING_ADDR] = TO(GFR_CONN_RESOLVING_ROUTE) | TO(GFR_CONN_DISCONNECTING),
+    [GFR_CONN_RESOLVING_ROUTE] = TO(GFR_CONN_CONNECTING) | TO(GFR_CONN_DISCONNECTING),
+    [GFR_CONN_CONNECTING] = TO(GFR_CONN_ESTABLISHED) | TO(GFR_CONN_DISCONNECTING),
+    [GFR_CONN_ESTABLISHED] = TO(GFR_CONN_DISCONNECTING),
+    [GFR_CONN_DISCONNECTING] = 0,
+};
+
+static const char *const state_names[] = {
+    [GFR_CONN_NEW] = "NEW",
+    [GFR_CONN_RESOLVING_ADDR] = "RESOLVING_ADDR",
+    [GFR_CONN_RESOLVING_ROUTE] = "RESOLVING_ROUTE",
+    [GFR_CONN_CONNECTING] = "CONNECTING",
+    [GFR_CONN_ESTABLISHED] = "ESTABLISHED",
+    [GFR_CONN_DISCONNECTING] = "DISCONNECTING",
+};
+
+const char *
+gfr_rdma_conn_state_str(enum gfr_conn_state state)
+{
+    return (unsigned)state <= GFR_CONN_DISCONNECTING ? state_names[state] : "unknown";
+}
+
+/*
+ * Moves the connection to state `to`: the only writer of conn->state.  A
+ * step enum gfr_conn_state does not allow is a bug of the caller: it is
+ * refused with -EINVAL and logged, the state stays, and --enable-debug
+ * builds stop on it.  Callers that may race a failure test for
+ * DISCONNECTING first.  Caller holds conn->lock; the store is atomic so
+ * that gfr_rdma_conn_state may read it without that lock.
+ */
+int
+gfr_rdma_conn_set_state_locked(struct gfr_rdma_conn *conn, enum gfr_conn_state to)
+{
+    enum gfr_conn_state from = conn->state;
+
+    if ((unsigned)to > GFR_CONN_DISCONNECTING || !(legal_next[from] & TO(to))) {
+        gfr_rdma_conn_log(conn, "refusing a state change from %s to %s",
+                          gfr_rdma_conn_state_str(from), gfr_rdma_conn_state_str(to));
+#ifdef GFR_DEBUG
+        assert(!"illegal connection state change");
+#endif
+        return -EINVAL;
+    }
+    uatomic_set(&conn->state, to);
+    return 0;
+}
+
+/* The state, for the CM thread's timers, which hold engine->lock and may
+ * not take conn->lock under it; the value may be stale by the time it is
+ * used, which a timer's action rechecks under conn->lock.  Any thread. */
+enum gfr_conn_state
+gfr_rdma_conn_state(const struct gfr_rdma_conn *conn)
+{
+    return uatomic_read(&conn->state);
+}
+
 /*
  * Ends the connection with reason (0: orderly).  The first reason sticks;
  * the disconnected callback comes from the CM thread once everything has
@@ -122,7 +187,7 @@ void
 gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
 {
     if (conn->state != GFR_CONN_DISCONNECTING) {
-        conn->state = GFR_CONN_DISCONNECTING;
+        gfr_rdma_conn_set_state_locked(conn, GFR_CONN_DISCONNECTING);
         conn->reason = reason;
         uatomic_set(&conn->disconnect_deadline_ns,
                     gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));

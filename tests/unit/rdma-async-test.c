@@ -122,7 +122,11 @@ make_conn(struct test_conn *t, int dev, int port, int established)
     t->conn->id = &t->id;
     t->conn->qp = &t->qp;
     t->conn->dev = &devs[dev];
-    t->conn->state = established ? GFR_CONN_ESTABLISHED : GFR_CONN_CONNECTING;
+    pthread_mutex_lock(&t->conn->lock);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(t->conn, GFR_CONN_CONNECTING), 0);
+    if (established)
+        assert_int_equal(gfr_rdma_conn_set_state_locked(t->conn, GFR_CONN_ESTABLISHED), 0);
+    pthread_mutex_unlock(&t->conn->lock);
     t->conn->was_connected = established;
 }
 

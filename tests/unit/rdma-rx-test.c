@@ -87,7 +87,10 @@ make_conn_with(const struct sockaddr *peer)
     assert_non_null(conn);
     conn->dev = &dev;
     conn->qp = &fake_qp;
-    conn->state = GFR_CONN_ESTABLISHED;
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
+    pthread_mutex_unlock(&conn->lock);
     conn->nsend = conn->nrecv = 8;
     conn->agreed = (struct gfr_cm_params){.credits = 8, .inline_max = 8192,
                                           .max_msg = 1 << 20, .max_segs = 16};
