@@ -175,19 +175,41 @@ struct gfr_rdma_pending {
 #define GFR_RDMA_XID_BUCKETS 64
 
 /*
+ * What an offer still waits for, one bit each (offer->waits).  A bit is
+ * set when the message is submitted and cleared once, when its event has
+ * been dealt with; the offer ends when none is left.  The peer's DONE and
+ * reply each move on to a second bit when they arrive (under conn->lock),
+ * so that a second one for the same xid finds nothing while the first is
+ * still being handled:
+ *
+ *   SEND      its SEND completed (or was flushed, or never went out);
+ *   DONE      a read list was offered: the peer's DONE or ERROR  -> REVOKE
+ *   REVOKE    DONE came: our read list's registrations are revoked;
+ *   REPLY     a write list was offered: the reply                -> DELIVERY
+ *   DELIVERY  the reply came: it has been handed to the owner.
+ */
+enum gfr_offer_wait {
+    GFR_OFFER_SEND = 1u << 0,
+    GFR_OFFER_DONE = 1u << 1,
+    GFR_OFFER_REVOKE = 1u << 2,
+    GFR_OFFER_REPLY = 1u << 3,
+    GFR_OFFER_DELIVERY = 1u << 4,
+};
+
+/* "SEND|DELIVERY", for log messages. */
+#define GFR_OFFER_WAITS_STR_MAX 40
+
+/*
  * Our memory a message uses until the engine is done with it: the caller's
- * buffers (registered per transfer) or a copy.  parts counts what is still
- * awaited: the SEND's completion, the peer's DONE (a read list was
- * offered), the reply (a write list was offered), the reply's delivery.
- * Lives in conn->offers from submission to its done callback, so the end
- * of a connection finds every one of them.  Owner: the connection.
+ * buffers (registered per transfer) or a copy, until every event in waits
+ * has been dealt with.  Lives in conn->offers from submission to its done
+ * callback, so the end of a connection finds every one of them.  Owner:
+ * the connection; waits and status under conn->lock.
  */
 struct gfr_rdma_offer {
     struct cds_list_head link; /* conn->offers[xid % GFR_RDMA_XID_BUCKETS] */
     uint32_t xid;
-    unsigned parts;
-    uint8_t await_done;
-    uint8_t await_reply;
+    unsigned waits; /* enum gfr_offer_wait bits */
     int status;
     unsigned n_mr;
     struct ibv_mr *mr[2 * GFR_WIRE_MAX_SEGS];
@@ -450,10 +472,14 @@ int gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
 struct gfr_rdma_offer *gfr_rdma_offer_new(void);
 int gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                             void *addr, size_t len, int access, struct ibv_mr **mr);
-struct gfr_rdma_offer *gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn,
-                                                  uint32_t xid, int want_reply);
-void gfr_rdma_offer_put(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
-                        int status);
+const char *gfr_rdma_offer_waits_str(unsigned waits, char buf[GFR_OFFER_WAITS_STR_MAX]);
+struct gfr_rdma_offer *gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn, uint32_t xid,
+                                                  enum gfr_offer_wait event);
+int gfr_rdma_offer_arrived_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                                  enum gfr_offer_wait event);
+void gfr_rdma_offer_settle(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                           enum gfr_offer_wait event, int status);
+void gfr_rdma_offer_abandon(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status);
 void gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer);
 void gfr_rdma_offer_pulled(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                            int status);

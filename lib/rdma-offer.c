@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Offers: our memory a sent message uses until the engine is done with it
- * (the caller's buffers registered for it, or a copy), counted in parts
- * (rdma-internal.h), with remote access only until the peer's DONE or
- * reply ends it; and the write lists the peer offered with its requests,
+ * (the caller's buffers registered for it, or a copy), until every event
+ * it waits for has been dealt with (enum gfr_offer_wait, rdma-internal.h),
+ * with remote access only until the peer's DONE or reply ends it; and the write lists the peer offered with its requests,
  * kept for our replies.  Locking: conn->lock, as each function says.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,17 +49,68 @@ gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer
     return 0;
 }
 
-/* The offer for xid that awaits a reply (want_reply) or a DONE.  Caller
- * holds conn->lock. */
+static const char *const wait_names[] = {"SEND", "DONE", "REVOKE", "REPLY", "DELIVERY"};
+
+/* waits as "SEND|DELIVERY" ("none" when empty), in buf.  No state. */
+const char *
+gfr_rdma_offer_waits_str(unsigned waits, char buf[GFR_OFFER_WAITS_STR_MAX])
+{
+    size_t used = 0;
+
+    buf[0] = 0;
+    for (unsigned i = 0; i < sizeof(wait_names) / sizeof(wait_names[0]); i++)
+        if (waits & (1u << i))
+            used += (size_t)snprintf(buf + used, GFR_OFFER_WAITS_STR_MAX - used, "%s%s",
+                                     used ? "|" : "", wait_names[i]);
+    if (waits >> (sizeof(wait_names) / sizeof(wait_names[0])))
+        snprintf(buf + used, GFR_OFFER_WAITS_STR_MAX - used, "%s0x%x", used ? "|" : "",
+                 waits & ~((1u << (sizeof(wait_names) / sizeof(wait_names[0]))) - 1));
+    return buf[0] ? buf : "none";
+}
+
+/* The offer for xid that waits for event (GFR_OFFER_DONE or
+ * GFR_OFFER_REPLY).  Caller holds conn->lock. */
 struct gfr_rdma_offer *
-gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn, uint32_t xid, int want_reply)
+gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn, uint32_t xid, enum gfr_offer_wait event)
 {
     struct gfr_rdma_offer *offer;
 
     cds_list_for_each_entry(offer, &conn->offers[xid % GFR_RDMA_XID_BUCKETS], link)
-        if (offer->xid == xid && (want_reply ? offer->await_reply : offer->await_done))
+        if (offer->xid == xid && (offer->waits & event))
             return offer;
     return NULL;
+}
+
+/* An event that was not awaited: a bug of ours, logged with what the
+ * offer does wait for. */
+static int
+not_awaited(struct gfr_rdma_conn *conn, const struct gfr_rdma_offer *offer, unsigned event)
+{
+    char got[GFR_OFFER_WAITS_STR_MAX], waits[GFR_OFFER_WAITS_STR_MAX];
+
+    gfr_rdma_conn_log(conn, "internal error: the offer of xid %u got %s but waits for %s",
+                      offer->xid, gfr_rdma_offer_waits_str(event, got),
+                      gfr_rdma_offer_waits_str(offer->waits, waits));
+    return -EINVAL;
+}
+
+/*
+ * The peer's DONE (event GFR_OFFER_DONE) or reply (GFR_OFFER_REPLY) has
+ * arrived for offer: it now waits for that event to be handled (REVOKE or
+ * DELIVERY), so the offer stays and a second one for its xid finds
+ * nothing.  Caller holds conn->lock.  0, or -EINVAL when the offer did not
+ * wait for it (logged).
+ */
+int
+gfr_rdma_offer_arrived_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                              enum gfr_offer_wait event)
+{
+    unsigned next = event == GFR_OFFER_DONE ? GFR_OFFER_REVOKE : GFR_OFFER_DELIVERY;
+
+    if ((event != GFR_OFFER_DONE && event != GFR_OFFER_REPLY) || !(offer->waits & event))
+        return not_awaited(conn, offer, event);
+    offer->waits = (offer->waits & ~(unsigned)event) | next;
+    return 0;
 }
 
 static void
@@ -73,19 +125,28 @@ offer_end(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status)
 }
 
 /*
- * Releases one part of offer; the first failure's status sticks.  The last
- * part deregisters everything, frees the copy and calls done.  Takes
- * conn->lock: not with it held.
+ * event has been dealt with (any thread); the first failure's status
+ * sticks.  When the offer waits for nothing more it is unlinked, and
+ * everything is deregistered, the copy freed and done called.  Takes
+ * conn->lock: not with it held.  An event the offer did not wait for is
+ * logged and changes nothing.
  */
 void
-gfr_rdma_offer_put(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status)
+gfr_rdma_offer_settle(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                      enum gfr_offer_wait event, int status)
 {
     int last;
 
     pthread_mutex_lock(&conn->lock);
+    if (!(offer->waits & event)) {
+        not_awaited(conn, offer, event);
+        pthread_mutex_unlock(&conn->lock);
+        return;
+    }
     if (status && !offer->status)
         offer->status = status;
-    last = --offer->parts == 0;
+    offer->waits &= ~(unsigned)event;
+    last = offer->waits == 0;
     if (last)
         cds_list_del_init(&offer->link);
     pthread_mutex_unlock(&conn->lock);
@@ -93,8 +154,17 @@ gfr_rdma_offer_put(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int
         offer_end(conn, offer, offer->status);
 }
 
+/* A submission that failed before its offer went on conn->offers: it
+ * ends now, with status, its done callback cleared by the caller.  No
+ * lock held. */
+void
+gfr_rdma_offer_abandon(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status)
+{
+    offer_end(conn, offer, status);
+}
+
 /* The reply has arrived: the peer may write no more into our buffers.
- * Poller thread, no lock held; the reply's delivery still holds a part. */
+ * Poller thread, no lock held; the offer waits for the reply's delivery. */
 void
 gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer)
 {
@@ -114,13 +184,14 @@ offer_revoke_reads(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer)
     gfr_rdma_mr_revoke(conn, offer->mr, n);
 }
 
-/* DONE or ERROR arrived for offer (found and marked by the caller). */
+/* DONE or ERROR arrived for offer (gfr_rdma_offer_arrived_locked): the
+ * read list is revoked, and REVOKE settled with status.  No lock held. */
 void
 gfr_rdma_offer_pulled(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                       int status)
 {
     offer_revoke_reads(conn, offer);
-    gfr_rdma_offer_put(conn, offer, status);
+    gfr_rdma_offer_settle(conn, offer, GFR_OFFER_REVOKE, status);
 }
 
 /*

@@ -22,7 +22,7 @@ delivered(struct gfr_rdma_conn *conn, struct gfr_rdma_pbuf *owned,
     if (owned)
         gfr_rdma_pbuf_put(owned);
     if (reply_to)
-        gfr_rdma_offer_put(conn, reply_to, 0);
+        gfr_rdma_offer_settle(conn, reply_to, GFR_OFFER_DELIVERY, 0);
 }
 
 static void
@@ -110,7 +110,7 @@ pull_finished(struct gfr_rdma_xfer *x, int status)
     } else {
         gfr_rdma_pbuf_put(x->pbuf);
         if (x->reply_to)
-            gfr_rdma_offer_put(conn, x->reply_to, -ENOTCONN);
+            gfr_rdma_offer_settle(conn, x->reply_to, GFR_OFFER_DELIVERY, -ENOTCONN);
     }
     free(x);
 }
@@ -188,23 +188,23 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
         return 0;
     case GFR_WIRE_DONE:
     case GFR_WIRE_ERROR:
-        offer = gfr_rdma_offer_find_locked(conn, hdr->xid, 0);
+        offer = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_DONE);
         if (!offer) {
             *reason = "DONE or ERROR for a message that offered no read list";
             return -EPROTO;
         }
-        offer->await_done = 0;
+        gfr_rdma_offer_arrived_locked(conn, offer, GFR_OFFER_DONE);
         plan->done_for = offer;
         plan->done_status = hdr->type == GFR_WIRE_ERROR ? -EREMOTEIO : 0;
         return 0;
     case GFR_WIRE_REPLY:
-        offer = gfr_rdma_offer_find_locked(conn, hdr->xid, 1);
+        offer = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_REPLY);
         if (hdr->written && (!offer || hdr->written > offer->write_total)) {
             *reason = "reply claims more written bytes than its request offered";
             return -EPROTO;
         }
         if (offer) {
-            offer->await_reply = 0;
+            gfr_rdma_offer_arrived_locked(conn, offer, GFR_OFFER_REPLY);
             plan->reply_to = offer;
         }
         break;
@@ -277,7 +277,7 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
         gfr_rdma_conn_log(conn, "no memory to receive a message of %u bytes; refusing it",
                           msg.hdr.read_len + msg.hdr.inline_len);
         if (plan.reply_to)
-            gfr_rdma_offer_put(conn, plan.reply_to, -ENOMEM);
+            gfr_rdma_offer_settle(conn, plan.reply_to, GFR_OFFER_DELIVERY, -ENOMEM);
         pthread_mutex_lock(&conn->lock);
         if (gfr_rdma_send_locked(conn, &hdr, NULL, NULL, NULL, 0, NULL) != 0)
             gfr_rdma_conn_fail_locked(conn, -ENOMEM);

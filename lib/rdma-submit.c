@@ -109,10 +109,8 @@ offer_reply_buffers(struct gfr_rdma_conn *conn, struct submission *s)
             (uintptr_t)msg->reply[i].iov_base, mr->rkey, (uint32_t)msg->reply[i].iov_len};
         s->offer->write_total += msg->reply[i].iov_len;
     }
-    if (s->n_write) {
-        s->offer->await_reply = 1;
-        s->offer->parts++;
-    }
+    if (s->n_write)
+        s->offer->waits |= GFR_OFFER_REPLY;
     return 0;
 }
 
@@ -167,8 +165,7 @@ prepare(struct gfr_rdma_conn *conn, struct submission *s, uint32_t inline_max,
         return register_pieces(conn, s, msg->bulk, msg->bulk_cnt, s->bulk_len,
                                GFR_WIRE_MAX_SEGS, 1);
     }
-    s->offer->await_done = 1;
-    s->offer->parts++;
+    s->offer->waits |= GFR_OFFER_DONE;
     conn->stats.bulk_offered++;
     if (s->head_len + gfr_wire_hdr_len(1, s->n_write) <= inline_max) {
         unsigned segs = (unsigned)max_segs - s->n_write;
@@ -202,7 +199,7 @@ push_finished(struct gfr_rdma_xfer *x, int status)
     } else {
         free(x->reply);
         if (status != -ECANCELED)
-            gfr_rdma_offer_put(conn, x->offer, -ENOTCONN);
+            gfr_rdma_offer_settle(conn, x->offer, GFR_OFFER_SEND, -ENOTCONN);
     }
     free(x);
 }
@@ -282,8 +279,10 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
 static int
 xid_busy_locked(struct gfr_rdma_conn *conn, const struct submission *s)
 {
-    return (s->offer->await_done && gfr_rdma_offer_find_locked(conn, s->msg->xid, 0)) ||
-           (s->offer->await_reply && gfr_rdma_offer_find_locked(conn, s->msg->xid, 1));
+    return ((s->offer->waits & GFR_OFFER_DONE) &&
+            gfr_rdma_offer_find_locked(conn, s->msg->xid, GFR_OFFER_DONE)) ||
+           ((s->offer->waits & GFR_OFFER_REPLY) &&
+            gfr_rdma_offer_find_locked(conn, s->msg->xid, GFR_OFFER_REPLY));
 }
 
 static int
@@ -333,7 +332,7 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
     s.offer->done = msg->done;
     s.offer->cb_arg = msg->cb_arg;
     s.offer->copy = copy;
-    s.offer->parts = 1; /* the SEND */
+    s.offer->waits = GFR_OFFER_SEND;
     copy = NULL;
     err = prepare(conn, &s, inline_max, max_segs);
     if (err)
@@ -357,8 +356,7 @@ out:
     free(copy);
     if (err && s.offer) {
         s.offer->done = NULL; /* never called for a failed submission */
-        s.offer->parts = 1;
-        gfr_rdma_offer_put(conn, s.offer, err);
+        gfr_rdma_offer_abandon(conn, s.offer, err);
     }
     return err;
 }

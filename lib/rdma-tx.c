@@ -243,7 +243,7 @@ gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
     pthread_mutex_unlock(&conn->lock);
     gfr_rdma_sq_put(conn, retired);
     if (offer)
-        gfr_rdma_offer_put(conn, offer, ok ? 0 : -ENOTCONN);
+        gfr_rdma_offer_settle(conn, offer, GFR_OFFER_SEND, ok ? 0 : -ENOTCONN);
 }
 
 size_t

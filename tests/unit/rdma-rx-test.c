@@ -138,10 +138,9 @@ add_offer(struct gfr_rdma_conn *conn, uint32_t xid, int await_done, uint64_t wri
 
     assert_non_null(o);
     o->xid = xid;
-    o->await_done = (uint8_t)await_done;
-    o->await_reply = write_total > 0;
     o->write_total = write_total;
-    o->parts = 1 + (unsigned)await_done + (write_total > 0);
+    o->waits = GFR_OFFER_SEND | (await_done ? GFR_OFFER_DONE : 0) |
+               (write_total ? GFR_OFFER_REPLY : 0);
     cds_list_add_tail(&o->link, &conn->offers[xid % GFR_RDMA_XID_BUCKETS]);
     return o;
 }
@@ -181,7 +180,7 @@ test_done_must_name_an_offered_read_list(void **state)
     assert_int_equal(check(conn, &msg, &plan, &reason), 0);
     assert_ptr_equal(plan.done_for, o);
     assert_int_equal(plan.done_status, 0);
-    assert_int_equal(o->await_done, 0);
+    assert_int_equal(o->waits, GFR_OFFER_SEND | GFR_OFFER_REVOKE);
     /* A second DONE for it is a violation. */
     assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
 
@@ -217,7 +216,7 @@ test_reply_may_not_claim_more_than_was_offered(void **state)
     msg.hdr.written = 4096;
     assert_int_equal(check(conn, &msg, &plan, &reason), 0);
     assert_ptr_equal(plan.reply_to, o);
-    assert_int_equal(o->await_reply, 0);
+    assert_int_equal(o->waits, GFR_OFFER_SEND | GFR_OFFER_DELIVERY);
     /* The offer is answered: a second reply may write nothing. */
     assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
     free_conn(conn);
