@@ -77,6 +77,70 @@ wait_for_output() {
 	return 1
 }
 
+# pair_init: the directory run_pair keeps its logs in ($pair_dir), removed
+# on exit (trap pair_cleanup EXIT, which also kills a server left running;
+# a test with more to clean up calls pair_cleanup from its own trap).
+pair_init() {
+	pair_dir=$(mktemp -d)
+	pair_server=
+	trap pair_cleanup EXIT
+}
+
+pair_cleanup() {
+	[ -z "${pair_server:-}" ] || kill "$pair_server" 2>/dev/null
+	rm -rf "$pair_dir"
+}
+
+# run_pair [--client-status N] [--kill-server] NAME SECONDS SERVER... -- CLIENT...
+# The engine tests' and benchmarks' one way to run a server and a client:
+# starts SERVER (its output in $pair_dir/server) and waits until it says
+# "listening" (60 s), runs CLIENT under a timeout of SECONDS (its output in
+# $pair_dir/client), then waits for the server to end, or kills it with
+# --kill-server (a server that serves on and on, or that is refused).
+# The client must exit 0, or N with --client-status.  On a failure both
+# logs are printed, then a line that starts with NAME and says what
+# failed; returns 1.  The logs stay until the next run_pair.  After
+# pair_init.
+run_pair() {
+	local want=0 kill_server=0 name limit rc
+	local -a server_cmd=() client_cmd=()
+	while :; do
+		case "$1" in
+		--client-status) want=$2; shift 2 ;;
+		--kill-server) kill_server=1; shift ;;
+		*) break ;;
+		esac
+	done
+	name=$1 limit=$2
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do server_cmd+=("$1"); shift; done
+	shift
+	client_cmd=("$@")
+	"${server_cmd[@]}" >"$pair_dir/server" 2>&1 &
+	pair_server=$!
+	if ! wait_for_output "$pair_dir/server" listening 60; then
+		cat "$pair_dir/server"
+		echo "$name: the server did not listen: ${server_cmd[*]}"
+		return 1
+	fi
+	timeout "$limit" "${client_cmd[@]}" >"$pair_dir/client" 2>&1
+	rc=$?
+	if [ "$kill_server" = 1 ]; then
+		kill "$pair_server" 2>/dev/null
+		wait "$pair_server" 2>/dev/null
+	elif ! wait "$pair_server"; then
+		cat "$pair_dir/client" "$pair_dir/server"
+		echo "$name: the server failed: ${server_cmd[*]}"
+		return 1
+	fi
+	pair_server=
+	if [ "$rc" != "$want" ]; then
+		cat "$pair_dir/client" "$pair_dir/server"
+		echo "$name: the client exited $rc$([ "$rc" = 124 ] && echo " (timed out after $limit s)"), expected $want: ${client_cmd[*]}"
+		return 1
+	fi
+}
+
 # fabric_routes: what fabric-up configures on the links and a link flap
 # (ip link set down) takes away: the permanent neighbour entries, the
 # routes of tables 100 and 101 and the IPv6 addresses.  Idempotent.

@@ -8,25 +8,17 @@
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
-out=$(mktemp)
-trap 'rm -f "$out" "$out.client"; kill "$server" 2>/dev/null' EXIT
+pair_init
 
 run() { # PORT SERVER-ARGS -- CLIENT-ARGS...
 	local port=$1 sargs=()
 	shift
 	while [ "$1" != -- ]; do sargs+=("$1"); shift; done
 	shift
-	"$prog" server "$GFR_SERVER_ADDR" "$port" "${sargs[@]}" >"$out" 2>&1 &
-	server=$!
-	wait_for_output "$out" listening 30 || return 1
-	timeout 300 "$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$@" >"$out.client" 2>&1 || {
-		cat "$out.client" "$out"
-		echo "t-engine-bulk: the client failed ($*)"
-		return 1
-	}
-	wait "$server" || { cat "$out"; echo "t-engine-bulk: the server failed"; return 1; }
-	cat "$out.client" "$out"
-	grep -q "bulk: [1-9][0-9]* bytes pulled" "$out.client" ||
+	run_pair t-engine-bulk 300 "$prog" server "$GFR_SERVER_ADDR" "$port" "${sargs[@]}" -- \
+		"$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$@" || return 1
+	cat "$pair_dir/client" "$pair_dir/server"
+	grep -q "bulk: [1-9][0-9]* bytes pulled" "$pair_dir/client" ||
 		{ echo "t-engine-bulk: nothing was pulled: the test did not test bulk data"; return 1; }
 }
 

@@ -6,21 +6,13 @@
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
-out=$(mktemp)
-trap 'rm -f "$out"; kill "$server" 2>/dev/null' EXIT
+pair_init
 
 # The GID table lists the address once rxe has seen it.
 for _ in $(seq 50); do
 	ibv_devinfo -v -d rxe0 | grep -q "fd99::1" && break
 	sleep 0.1
 done
-"$prog" server fd99::1 20120 >"$out" 2>&1 &
-server=$!
-wait_for_output "$out" listening 30 || { cat "$out"; exit 1; }
-timeout 120 "$prog" client fd99::1 20120 fd99::1 -n 100 -b 4 -s 1048576 || {
-	cat "$out"
-	echo "t-engine-ipv6: the client failed"
-	exit 1
-}
-wait "$server" || { cat "$out"; echo "t-engine-ipv6: the server failed"; exit 1; }
-cat "$out"
+run_pair t-engine-ipv6 120 "$prog" server fd99::1 20120 -- \
+	"$prog" client fd99::1 20120 fd99::1 -n 100 -b 4 -s 1048576 || exit 1
+cat "$pair_dir/client" "$pair_dir/server"

@@ -8,39 +8,25 @@
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
-out=$(mktemp)
-trap 'rm -f "$out"; kill "$server" 2>/dev/null' EXIT
+pair_init
 
-run() { # PORT CLIENT-ARGS...
+run() { # PORT ARGS...: the same ARGS to the server and the client
 	local port=$1
 	shift
-	"$prog" server "$GFR_SERVER_ADDR" "$port" "$@" >"$out" 2>&1 &
-	server=$!
-	wait_for_output "$out" listening 30 || return 1
-	timeout 120 "$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$@" || {
-		cat "$out"
-		echo "t-engine-messages: the client failed ($*)"
-		return 1
-	}
-	wait "$server" || { cat "$out"; echo "t-engine-messages: the server failed"; return 1; }
-	cat "$out"
+	run_pair t-engine-messages 120 "$prog" server "$GFR_SERVER_ADDR" "$port" "$@" -- \
+		"$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" "$@" || return 1
+	cat "$pair_dir/client" "$pair_dir/server"
 }
 
 before=$(fabric_snapshot)
-run 20090 -n 500 -b 1 >"$out.first" || { cat "$out.first"; exit 1; }
-cat "$out.first"
+run 20090 -n 500 -b 1 || exit 1
 # Both ends report the addresses rdma_cm used.
-grep -q "client: connected from 10.99.0.2 port [1-9][0-9]* to 10.99.0.1 port 20090" "$out.first" &&
-	grep -q "the first from 10.99.0.2 port [1-9]" "$out.first" ||
+grep -q "client: connected from 10.99.0.2 port [1-9][0-9]* to 10.99.0.1 port 20090" "$pair_dir/client" &&
+	grep -q "the first from 10.99.0.2 port [1-9]" "$pair_dir/server" ||
 	{ echo "t-engine-messages: the connection's addresses are not the ones used"; exit 1; }
-rm -f "$out.first"
 run 20094 -n 500 -b 8 -o dispatch=inline -o poll-mode=event || exit 1
-run 20091 -n 2000 -b 64 -o credits=4 >"$out.burst"
-rc=$?
-cat "$out.burst"
-[ "$rc" = 0 ] || exit 1
-grep -q "[1-9][0-9]* sends waited for credits" "$out.burst" ||
+run 20091 -n 2000 -b 64 -o credits=4 || exit 1
+grep -q "[1-9][0-9]* sends waited for credits" "$pair_dir/client" ||
 	{ echo "t-engine-messages: no send ever waited for credits: the test did not test them"; exit 1; }
-rm -f "$out.burst"
 run 20095 -c 64 -n 50 -b 10 -o credits=16 || exit 1
 fabric_check "$before" 6000
