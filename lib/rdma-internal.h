@@ -266,10 +266,8 @@ struct gfr_rdma_xfer {
     struct gfr_xfer plan;
     struct gfr_xfer_local local[GFR_WIRE_MAX_SEGS];
     struct gfr_wire_seg remote[GFR_WIRE_MAX_SEGS];
-    /* PULL: the message being received; buf holds head then bulk */
-    struct gfr_rdma_rx rx;
-    struct gfr_rdma_pbuf *pbuf;
-    struct gfr_rdma_offer *reply_to; /* our request this answers, if any */
+    /* PULL: the delivery the pulled message goes into (rdma-rx.c) */
+    void *owner;
     /* PUSH: the reply to send once written, and its offer */
     struct gfr_rdma_pending *reply;
     struct gfr_rdma_offer *offer;
@@ -353,15 +351,52 @@ struct gfr_rdma_conn {
     int released;  /* the owner let go; under engine->lock */
 };
 
-/* A received message on its way through the worker pool: one unit of
- * conn->outstanding until it has been handled.  head points into data (a
- * copy of the inline part) or into a finished pull's buffer. */
-struct gfr_rdma_delivery {
-    struct gfr_pool_job job;
+/*
+ * A received data message's stages (rdma-rx.c).  Only gfr_rdma_rx_advance
+ * changes them, and it refuses every step but these:
+ *
+ *   RECEIVED -> CHECKED     decoded and checked against this side's state
+ *   RECEIVED -> RELEASED    dropped: the connection is closing, or the
+ *                           message broke the protocol
+ *   CHECKED -> PULLING      its read list is being read (a transfer has it)
+ *   CHECKED -> DELIVERING   inline: handed to the owner
+ *   CHECKED -> RELEASED     a CREDIT, DONE or ERROR, handled; or refused
+ *   PULLING -> DONE_SENT    all pulled: DONE queued for the peer
+ *   PULLING -> RELEASED     the pull failed or the connection ended
+ *   DONE_SENT -> DELIVERING handed to the owner
+ *   DELIVERING -> RELEASED  the owner's received callback has returned
+ *
+ * Who holds it: the poller until DELIVERING, then the pool worker running
+ * its job (dispatch=pool) or still the poller; a cancelled pull ends on
+ * the CM thread.
+ */
+enum gfr_rx_state {
+    GFR_RX_RECEIVED,
+    GFR_RX_CHECKED,
+    GFR_RX_PULLING,
+    GFR_RX_DONE_SENT,
+    GFR_RX_DELIVERING,
+    GFR_RX_RELEASED,
+};
+
+/* A received message: what the owner gets (rx), and what is given back
+ * when it is RELEASED: the pull buffer it owns, and the request it
+ * answers, whose DELIVERY is settled. */
+struct gfr_rdma_rxmsg {
+    enum gfr_rx_state state;
     struct gfr_rdma_conn *conn;
     struct gfr_rdma_rx rx;
-    struct gfr_rdma_pbuf *owned;     /* given back after received */
-    struct gfr_rdma_offer *reply_to; /* its part is released after received */
+    struct gfr_rdma_pbuf *owned;
+    struct gfr_rdma_offer *reply_to;
+};
+
+/* A received message off the poller's stack: while it is pulled, and as a
+ * pool job (one unit of conn->outstanding until it has been handled).
+ * m.rx.head points into data (a copy of the inline part) or into the
+ * message's pull buffer. */
+struct gfr_rdma_delivery {
+    struct gfr_pool_job job;
+    struct gfr_rdma_rxmsg m;
     uint8_t data[];
 };
 
@@ -517,15 +552,15 @@ struct gfr_rdma_rx_plan {
     struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
     int done_status;
     struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
-    int pulling;                     /* a transfer took the message */
-    int refuse;                      /* could not pull it: answer ERROR */
+    int pulling;                     /* a transfer took the message (rdma-rx.c) */
+    int refuse;                      /* could not pull it: answer ERROR (rdma-rx.c) */
 };
 int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
                               struct gfr_rdma_rx_plan *plan, const char **reason);
 void gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
                         struct gfr_rdma_rbuf *rb, struct ibv_wc *wc);
-void gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
-                      struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to);
+int gfr_rdma_rx_advance(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to);
+const char *gfr_rdma_rx_state_str(enum gfr_rx_state state);
 
 /* rdma-submit.c: the public gfr_rdma_submit and gfr_rdma_send */
 

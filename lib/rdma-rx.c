@@ -3,10 +3,16 @@
  * The receive side of a connection: decoding and checking every received
  * header against what this side offered, pulling a read list, answering
  * DONE, and delivering messages inline on the poller or through the
- * worker pool.  Completions reach it from rdma-cq.c.  Locking and
+ * worker pool.  A received message moves through the stages of enum
+ * gfr_rx_state, and only gfr_rdma_rx_advance moves it.  Completions reach
+ * it from rdma-cq.c.  Locking and
  * lifetime rules: rdma-internal.h.
  */
 #define _GNU_SOURCE
+#ifdef HAVE_CONFIG_H
+#include "config.h" /* GFR_DEBUG */
+#endif
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,161 +21,214 @@
 
 #include "rdma-internal.h"
 
-static void
-delivered(struct gfr_rdma_conn *conn, struct gfr_rdma_pbuf *owned,
-          struct gfr_rdma_offer *reply_to)
+/* The steps enum gfr_rx_state allows (rdma-internal.h). */
+#define TO(state) (1u << (state))
+static const unsigned rx_next[] = {
+    [GFR_RX_RECEIVED] = TO(GFR_RX_CHECKED) | TO(GFR_RX_RELEASED),
+    [GFR_RX_CHECKED] = TO(GFR_RX_PULLING) | TO(GFR_RX_DELIVERING) | TO(GFR_RX_RELEASED),
+    [GFR_RX_PULLING] = TO(GFR_RX_DONE_SENT) | TO(GFR_RX_RELEASED),
+    [GFR_RX_DONE_SENT] = TO(GFR_RX_DELIVERING),
+    [GFR_RX_DELIVERING] = TO(GFR_RX_RELEASED),
+    [GFR_RX_RELEASED] = 0,
+};
+
+static const char *const rx_state_names[] = {
+    [GFR_RX_RECEIVED] = "RECEIVED",     [GFR_RX_CHECKED] = "CHECKED",
+    [GFR_RX_PULLING] = "PULLING",       [GFR_RX_DONE_SENT] = "DONE_SENT",
+    [GFR_RX_DELIVERING] = "DELIVERING", [GFR_RX_RELEASED] = "RELEASED",
+};
+
+const char *
+gfr_rdma_rx_state_str(enum gfr_rx_state state)
 {
-    if (owned)
-        gfr_rdma_pbuf_put(owned);
-    if (reply_to)
-        gfr_rdma_offer_settle(conn, reply_to, GFR_OFFER_DELIVERY, 0);
+    return (unsigned)state <= GFR_RX_RELEASED ? rx_state_names[state] : "unknown";
+}
+
+/*
+ * Moves a received message to its next stage: the only writer of
+ * m->state, and the one place a trace of a message's stages can hook.  A
+ * step enum gfr_rx_state does not allow is a bug: refused with -EINVAL
+ * and logged, and --enable-debug builds stop.  The thread that holds the
+ * message at that stage (enum gfr_rx_state); no lock needed.
+ */
+int
+gfr_rdma_rx_advance(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to)
+{
+    if ((unsigned)to > GFR_RX_RELEASED || !(rx_next[m->state] & TO(to))) {
+        gfr_rdma_conn_log(m->conn, "refusing to move the received message of xid %u from %s "
+                          "to %s", m->rx.xid, gfr_rdma_rx_state_str(m->state),
+                          gfr_rdma_rx_state_str(to));
+#ifdef GFR_DEBUG
+        assert(!"illegal received-message state change");
+#endif
+        return -EINVAL;
+    }
+    m->state = to;
+    return 0;
+}
+
+/*
+ * The message is done with: its pull buffer goes back, and the request it
+ * answers (if any) stops waiting for its delivery, with status
+ * (-ECANCELED: the connection's end, which ends its offers itself).
+ */
+static void
+rx_release(struct gfr_rdma_rxmsg *m, int status)
+{
+    gfr_rdma_rx_advance(m, GFR_RX_RELEASED);
+    if (m->owned)
+        gfr_rdma_pbuf_put(m->owned);
+    if (m->reply_to && status != -ECANCELED)
+        gfr_rdma_offer_settle(m->conn, m->reply_to, GFR_OFFER_DELIVERY, status);
 }
 
 static void
 run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
 {
     struct gfr_rdma_delivery *d = caa_container_of(job, struct gfr_rdma_delivery, job);
-    struct gfr_rdma_conn *conn = d->conn;
+    struct gfr_rdma_conn *conn = d->m.conn;
 
     (void)cb_arg;
     /* A pool being destroyed cancels: the message dies with the process. */
     if (status == 0)
-        conn->ops->received(conn, &d->rx, conn->cb_arg);
-    delivered(conn, d->owned, d->reply_to);
+        conn->ops->received(conn, &d->m.rx, conn->cb_arg);
+    rx_release(&d->m, 0);
     free(d);
     gfr_rdma_conn_put(conn);
 }
 
 /*
- * Hands rx to its received callback: on this thread with dispatch=inline
- * (or when the pool cannot take it: handled late rather than dropped), else
- * as a pool job, one pool client per connection.  owned (a pull's buffer,
- * may be NULL) is given back and reply_to's part released once received has
- * returned.  Without owned, rx->head points into a receive buffer and is
- * copied for the pool.  Poller thread, no lock held.
+ * Hands m to its received callback: as a pool job, one pool client per
+ * connection, or on this thread with dispatch=inline (or when the pool
+ * cannot take it: handled late rather than dropped); released once
+ * received has returned.  m is on the caller's stack with its head in a
+ * receive buffer (copied for the pool), or it is held->m, a pulled
+ * message, whose head is in its pull buffer.  Poller thread, no lock
+ * held.
  */
-void
-gfr_rdma_deliver(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
-                 struct gfr_rdma_pbuf *owned, struct gfr_rdma_offer *reply_to)
+static void
+deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
 {
-    struct gfr_rdma_delivery *d = NULL;
+    struct gfr_rdma_conn *conn = m->conn;
+    struct gfr_rdma_delivery *d = held;
 
-    if (conn->pool_client)
-        d = malloc(sizeof(*d) + (owned ? 0 : rx->head_len));
-    if (d) {
-        d->conn = conn;
-        d->rx = *rx;
-        d->owned = owned;
-        d->reply_to = reply_to;
-        if (!owned) {
-            memcpy(d->data, rx->head, rx->head_len);
-            d->rx.head = d->data;
+    gfr_rdma_rx_advance(m, GFR_RX_DELIVERING);
+    if (conn->pool_client && !d) {
+        d = malloc(sizeof(*d) + m->rx.head_len);
+        if (d) {
+            d->m = *m;
+            memcpy(d->data, m->rx.head, m->rx.head_len);
+            d->m.rx.head = d->data;
         }
+    }
+    if (conn->pool_client && d) {
         gfr_pool_job_init(&d->job, run_delivery, NULL);
         gfr_rdma_conn_get(conn);
         if (gfr_pool_submit(conn->engine->pool, &d->job, conn->pool_client,
                             GFR_POOL_PRIO_NORMAL) == 0)
             return;
         gfr_rdma_conn_put(conn);
-        free(d);
     }
-    conn->ops->received(conn, rx, conn->cb_arg);
-    delivered(conn, owned, reply_to);
+    conn->ops->received(conn, &m->rx, conn->cb_arg);
+    rx_release(m, 0);
+    free(d);
 }
 
 /*
  * A pull ended (gfr_rdma_xfer_finished_fn).  With all its data, DONE goes
  * back and the message is delivered; failed, or on a connection that is
- * ending, the buffer goes back and the request it answers (if any) is
- * released with -ENOTCONN; cancelled at the end of the connection, only
- * the buffer goes back (the offers end with the others).  Poller thread,
- * or the CM thread at the end; no lock held.
+ * ending, it is released with -ENOTCONN; cancelled at the end of the
+ * connection, with -ECANCELED.  Poller thread, or the CM thread at the
+ * end; no lock held.
  */
 static void
 pull_finished(struct gfr_rdma_xfer *x, int status)
 {
-    struct gfr_rdma_conn *conn = x->ctx.conn;
-    struct gfr_wire_hdr done = {.type = GFR_WIRE_DONE, .xid = x->rx.xid};
-    int deliver;
+    struct gfr_rdma_delivery *d = x->owner;
+    struct gfr_rdma_conn *conn = d->m.conn;
+    struct gfr_wire_hdr done = {.type = GFR_WIRE_DONE, .xid = d->m.rx.xid};
+    int deliver_it;
 
+    free(x);
     if (status == -ECANCELED) {
-        gfr_rdma_pbuf_put(x->pbuf);
-        free(x);
+        rx_release(&d->m, status);
+        free(d);
         return;
     }
     pthread_mutex_lock(&conn->lock);
-    deliver = status == 0 && conn->state != GFR_CONN_DISCONNECTING;
-    if (deliver) {
+    deliver_it = status == 0 && conn->state != GFR_CONN_DISCONNECTING;
+    if (deliver_it) {
         conn->stats.received++;
+        gfr_rdma_rx_advance(&d->m, GFR_RX_DONE_SENT);
         if (gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
             gfr_rdma_conn_fail_locked(conn, -ENOMEM);
     }
     pthread_mutex_unlock(&conn->lock);
-    if (deliver) {
-        gfr_rdma_deliver(conn, &x->rx, x->pbuf, x->reply_to);
+    if (deliver_it) {
+        deliver(&d->m, d);
     } else {
-        gfr_rdma_pbuf_put(x->pbuf);
-        if (x->reply_to)
-            gfr_rdma_offer_settle(conn, x->reply_to, GFR_OFFER_DELIVERY, -ENOTCONN);
+        rx_release(&d->m, -ENOTCONN);
+        free(d);
     }
-    free(x);
 }
 
 /*
- * Starts pulling the read list of msg into a pull buffer of this poller
- * (the inline part is copied in front, so the receive buffer can be
- * reposted at once).  reply_to: our request this message answers, whose
- * part the delivery will release.  The connection's poller thread, caller
- * holds conn->lock.  0, -ENOMEM, or -EPROTO.
+ * Starts pulling the read list of msg, checked as m, into a pull buffer
+ * of this poller; the inline part is copied in front, so the receive
+ * buffer can be reposted at once.  The message moves into a delivery of
+ * its own (the pool job that will carry it), PULLING; m stays the
+ * caller's only on failure.  The connection's poller thread, caller holds
+ * conn->lock.  0, -ENOMEM, or -EPROTO.
  */
 static int
 pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
-                  struct gfr_rdma_offer *reply_to)
+                  const struct gfr_rdma_rxmsg *m)
 {
     struct gfr_rdma_xfer *x = gfr_rdma_xfer_new(conn, 1, pull_finished);
+    struct gfr_rdma_delivery *d = malloc(sizeof(*d));
     size_t head = msg->hdr.inline_len;
     size_t bulk = msg->hdr.read_len;
+    struct gfr_rdma_pbuf *pbuf = NULL;
     uint8_t *buf;
-    int err;
+    int err = -ENOMEM;
 
-    if (!x)
-        return -ENOMEM;
-    x->pbuf = gfr_rdma_pbuf_get(conn->poller, head + bulk);
-    if (!x->pbuf) {
-        free(x);
-        return -ENOMEM;
-    }
-    buf = x->pbuf->mem;
+    if (x && d)
+        pbuf = gfr_rdma_pbuf_get(conn->poller, head + bulk);
+    if (!pbuf)
+        goto fail;
+    buf = pbuf->mem;
     memcpy(buf, msg->payload, head);
     memcpy(x->remote, msg->read, msg->hdr.n_read * sizeof(x->remote[0]));
     x->local[0] = (struct gfr_xfer_local){(uintptr_t)(buf + head), (uint32_t)bulk,
-                                          x->pbuf->mr->lkey};
-    err = gfr_xfer_init(&x->plan, x->local, 1, x->remote, msg->hdr.n_read, bulk,
-                        conn->engine->opts.segment_size);
-    if (err) {
+                                          pbuf->mr->lkey};
+    if (gfr_xfer_init(&x->plan, x->local, 1, x->remote, msg->hdr.n_read, bulk,
+                      conn->engine->opts.segment_size) != 0) {
         /* The decoder checked the lengths; only a wrapping segment is left. */
-        gfr_rdma_pbuf_put(x->pbuf);
-        free(x);
-        return -EPROTO;
+        gfr_rdma_pbuf_put(pbuf);
+        err = -EPROTO;
+        goto fail;
     }
-    x->rx.xid = msg->hdr.xid;
-    x->rx.is_reply = msg->hdr.type == GFR_WIRE_REPLY;
-    x->rx.head = buf;
-    x->rx.head_len = head;
-    x->rx.bulk = buf + head;
-    x->rx.bulk_len = bulk;
-    x->rx.written = msg->hdr.written;
-    x->reply_to = reply_to;
+    d->m = *m;
+    d->m.owned = pbuf;
+    d->m.rx.head = buf;
+    d->m.rx.bulk = buf + head;
+    d->m.rx.bulk_len = bulk;
+    gfr_rdma_rx_advance(&d->m, GFR_RX_PULLING);
+    x->owner = d;
     conn->stats.bulk_pulled += bulk;
     gfr_rdma_xfer_start_locked(conn, x);
     return 0;
+fail:
+    free(d);
+    free(x);
+    return err;
 }
 
 /*
  * Checks a decoded msg against the connection's credits and this side's
  * offers, and records what it needs: the offer a DONE/ERROR releases, the
- * request a REPLY answers, a pull started.  Caller holds conn->lock.  0,
- * or -EPROTO with *reason (the connection must be torn down).
+ * request a REPLY answers.  Caller holds conn->lock.  0, or -EPROTO with
+ * *reason (the connection must be torn down).
  */
 int
 gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
@@ -221,25 +280,28 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
         }
         break;
     }
-    if (hdr->n_read) {
-        if (pull_start_locked(conn, msg, plan->reply_to) == 0)
-            plan->pulling = 1;
-        else
-            plan->refuse = 1;
-    }
     return 0;
+}
+
+static int
+is_data(const struct gfr_wire_msg *msg)
+{
+    return msg->hdr.type == GFR_WIRE_MSG || msg->hdr.type == GFR_WIRE_REPLY;
 }
 
 /*
  * A message arrived for conn in buf (a buffer of its own at slot, or rb of
- * the device's SRQ).  The buffer is reposted once the message no longer
- * needs it (copied for the pool or a pull, or handled inline), and one
- * credit goes back to the peer.  Poller thread (rdma-cq.c), no lock held.
+ * the device's SRQ): RECEIVED, then CHECKED, then delivered, pulled, or
+ * (a control message, a refused one) released.  The buffer is reposted
+ * once the message no longer needs it (copied for the pool or a pull, or
+ * handled inline), and one credit goes back to the peer.  Poller thread
+ * (rdma-cq.c), no lock held.
  */
 void
 gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
-            struct gfr_rdma_rbuf *rb, struct ibv_wc *wc)
+                   struct gfr_rdma_rbuf *rb, struct ibv_wc *wc)
 {
+    struct gfr_rdma_rxmsg m = {.state = GFR_RX_RECEIVED, .conn = conn};
     struct gfr_wire_msg msg;
     struct gfr_rdma_rx_plan plan = {0};
     const char *reason = "invalid message";
@@ -252,18 +314,32 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
         err = gfr_wire_decode(buf, wc->byte_len, &conn->limits, &msg, &reason);
         if (!err)
             err = gfr_rdma_rx_accept_locked(conn, &msg, &plan, &reason);
-        /* Counted here, under the lock already held, when it will be
-         * delivered below (a pulled message is counted when its pull ends). */
-        if (!err && !plan.refuse && !plan.pulling &&
-            (msg.hdr.type == GFR_WIRE_MSG || msg.hdr.type == GFR_WIRE_REPLY))
-            conn->stats.received++;
+    }
+    if (open && !err) {
+        gfr_rdma_rx_advance(&m, GFR_RX_CHECKED);
+        m.rx = (struct gfr_rdma_rx){.xid = msg.hdr.xid,
+                                    .is_reply = msg.hdr.type == GFR_WIRE_REPLY,
+                                    .head = msg.payload, .head_len = msg.hdr.inline_len,
+                                    .written = msg.hdr.written};
+        m.reply_to = plan.reply_to;
+        if (msg.hdr.n_read) {
+            if (pull_start_locked(conn, &msg, &m) == 0)
+                plan.pulling = 1;
+            else
+                plan.refuse = 1;
+        } else if (is_data(&msg)) {
+            conn->stats.received++; /* a pulled one is counted when its pull ends */
+        }
     }
     pthread_mutex_unlock(&conn->lock);
-    if (!open)
-        goto repost; /* arrived while closing: dropped with the connection */
-    if (err) {
-        gfr_rdma_conn_log(conn, "peer broke the protocol (%s); disconnecting", reason);
-        gfr_rdma_conn_fail(conn, -EPROTO);
+    if (!open || err) {
+        /* Arrived while closing (dropped with the connection), or broke
+         * the protocol. */
+        if (err) {
+            gfr_rdma_conn_log(conn, "peer broke the protocol (%s); disconnecting", reason);
+            gfr_rdma_conn_fail(conn, -EPROTO);
+        }
+        gfr_rdma_rx_advance(&m, GFR_RX_RELEASED);
         goto repost;
     }
     if (plan.done_for)
@@ -276,20 +352,15 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
 
         gfr_rdma_conn_log(conn, "no memory to receive a message of %u bytes; refusing it",
                           msg.hdr.read_len + msg.hdr.inline_len);
-        if (plan.reply_to)
-            gfr_rdma_offer_settle(conn, plan.reply_to, GFR_OFFER_DELIVERY, -ENOMEM);
+        rx_release(&m, -ENOMEM);
         pthread_mutex_lock(&conn->lock);
         if (gfr_rdma_send_locked(conn, &hdr, NULL, NULL, NULL, 0, NULL) != 0)
             gfr_rdma_conn_fail_locked(conn, -ENOMEM);
         pthread_mutex_unlock(&conn->lock);
-    } else if (!plan.pulling &&
-               (msg.hdr.type == GFR_WIRE_MSG || msg.hdr.type == GFR_WIRE_REPLY)) {
-        struct gfr_rdma_rx rx = {.xid = msg.hdr.xid,
-                                 .is_reply = msg.hdr.type == GFR_WIRE_REPLY,
-                                 .head = msg.payload, .head_len = msg.hdr.inline_len,
-                                 .written = msg.hdr.written};
-
-        gfr_rdma_deliver(conn, &rx, NULL, plan.reply_to);
+    } else if (!plan.pulling && is_data(&msg)) {
+        deliver(&m, NULL);
+    } else if (!plan.pulling) {
+        gfr_rdma_rx_advance(&m, GFR_RX_RELEASED); /* CREDIT, DONE or ERROR: handled */
     }
 repost:
     if (rb)

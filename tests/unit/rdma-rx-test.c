@@ -7,6 +7,9 @@
  * ibv_modify_qp replaces libibverbs' for the objects linked here.  Errors
  * rxe cannot be made to produce on demand.
  */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -365,6 +368,63 @@ test_messages_about_a_connection_name_its_peer(void **state)
     gfr_rdma_set_log(NULL, NULL);
 }
 
+/* The steps enum gfr_rx_state documents, written out independently of
+ * rdma-rx.c's table. */
+static int
+rx_documented(enum gfr_rx_state from, enum gfr_rx_state to)
+{
+    switch (from) {
+    case GFR_RX_RECEIVED: return to == GFR_RX_CHECKED || to == GFR_RX_RELEASED;
+    case GFR_RX_CHECKED:
+        return to == GFR_RX_PULLING || to == GFR_RX_DELIVERING || to == GFR_RX_RELEASED;
+    case GFR_RX_PULLING: return to == GFR_RX_DONE_SENT || to == GFR_RX_RELEASED;
+    case GFR_RX_DONE_SENT: return to == GFR_RX_DELIVERING;
+    case GFR_RX_DELIVERING: return to == GFR_RX_RELEASED;
+    case GFR_RX_RELEASED: return 0;
+    }
+    return 0;
+}
+
+/* Every documented step of a received message is taken; every other one
+ * (checked only where a refusal does not stop the program) is refused,
+ * with a message naming the message and both stages, and changes
+ * nothing. */
+static void
+test_a_received_message_moves_only_by_its_documented_steps(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    unsigned taken = 0, refused = 0;
+
+    (void)state;
+    gfr_rdma_set_log(capture_log, NULL);
+    for (int from = GFR_RX_RECEIVED; from <= GFR_RX_RELEASED; from++)
+        for (int to = GFR_RX_RECEIVED; to <= GFR_RX_RELEASED + 1; to++) {
+            struct gfr_rdma_rxmsg m = {.state = from, .conn = conn, .rx = {.xid = 77}};
+            int legal = to <= GFR_RX_RELEASED && rx_documented(from, to);
+
+#ifdef GFR_DEBUG
+            if (!legal)
+                continue;
+#endif
+            logged[0] = 0;
+            assert_int_equal(gfr_rdma_rx_advance(&m, to), legal ? 0 : -EINVAL);
+            assert_int_equal(m.state, legal ? to : from);
+            if (legal) {
+                taken++;
+                continue;
+            }
+            refused++;
+            assert_non_null(strstr(logged, "refusing to move the received message of xid 77"));
+            assert_non_null(strstr(logged, gfr_rdma_rx_state_str(from)));
+        }
+    gfr_rdma_set_log(NULL, NULL);
+    assert_int_equal(taken, 9);
+#ifndef GFR_DEBUG
+    assert_int_equal(refused, 6 * 7 - 9);
+#endif
+    free_conn(conn);
+}
+
 int
 main(void)
 {
@@ -376,6 +436,7 @@ main(void)
         cmocka_unit_test(test_a_failed_post_gives_the_slot_back),
         cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
         cmocka_unit_test(test_messages_about_a_connection_name_its_peer),
+        cmocka_unit_test(test_a_received_message_moves_only_by_its_documented_steps),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
