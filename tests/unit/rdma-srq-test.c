@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A device's shared receive queue (lib/rdma-srq.c) over stubbed verbs:
+ * it grows while the live connections promise more receives than it holds,
+ * stops at its maximum and says so once, keeps its buffers when
+ * connections leave, and finds a connection by QP number only while the
+ * connection is alive.  This file's ibv_create_srq, ibv_destroy_srq,
+ * ibv_reg_mr and ibv_dereg_mr replace libibverbs'; posting goes through a
+ * fake context's ops.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <urcu/urcu-memb.h>
+
+#include "rdma-internal.h"
+
+static unsigned srq_posts;
+static char logged[512];
+
+static int
+fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    (void)srq;
+    (void)wr;
+    (void)bad;
+    srq_posts++;
+    return 0;
+}
+
+static struct ibv_context fake_ctx;
+
+struct ibv_srq *
+ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+    struct ibv_srq *srq = calloc(1, sizeof(*srq));
+
+    (void)pd;
+    (void)attr;
+    if (srq)
+        srq->context = &fake_ctx;
+    return srq;
+}
+
+int
+ibv_destroy_srq(struct ibv_srq *srq)
+{
+    free(srq);
+    return 0;
+}
+
+struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+    (void)access;
+    if (mr)
+        *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
+    return mr;
+}
+
+int
+ibv_dereg_mr(struct ibv_mr *mr)
+{
+    free(mr);
+    return 0;
+}
+
+static void
+capture_log(const char *msg, void *arg)
+{
+    (void)arg;
+    snprintf(logged, sizeof(logged), "%s", msg);
+}
+
+static struct ibv_device fake_device = {.name = "fake0"};
+static struct gfr_rdma engine;
+static struct gfr_rdma_dev dev;
+
+/* A device whose SRQ may hold max buffers. */
+static void
+make_dev(uint32_t max)
+{
+    struct ibv_device_attr attr = {.max_srq_wr = (int)max};
+
+    memset(&dev, 0, sizeof(dev));
+    gfr_rdma_opts_init(&engine.opts);
+    engine.opts.inline_max = 256;
+    fake_ctx.device = &fake_device;
+    fake_ctx.ops.post_srq_recv = fake_post_srq_recv;
+    dev.engine = &engine;
+    dev.verbs = &fake_ctx;
+    srq_posts = 0;
+    logged[0] = 0;
+    assert_int_equal(gfr_rdma_srq_create(&dev, &attr), 0);
+}
+
+static void
+test_the_queue_grows_with_promises_up_to_its_maximum(void **state)
+{
+    (void)state;
+    make_dev(100);
+    gfr_rdma_set_log(capture_log, NULL);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
+    assert_int_equal(dev.srq->total, 40);
+    assert_int_equal(srq_posts, 40);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
+    assert_int_equal(dev.srq->total, 80);
+    /* past the maximum: what is left, then sharing, said once */
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
+    assert_int_equal(dev.srq->total, 100);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
+    assert_int_equal(dev.srq->total, 100);
+    assert_non_null(strstr(logged, "fake0: shared receive queue at its maximum of 100 buffers"));
+    /* buffers stay when connections leave; promises come back */
+    gfr_rdma_srq_unreserve(&dev, 160);
+    assert_int_equal(dev.srq->promised, 0);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 50), 0);
+    assert_int_equal(dev.srq->total, 100);
+    assert_int_equal(srq_posts, 100);
+    gfr_rdma_set_log(NULL, NULL);
+    gfr_rdma_srq_destroy(&dev);
+}
+
+/* A connection is found by its QP number, with a reference taken, while
+ * it holds references; once its last is gone, or once it left the table,
+ * a late completion finds nothing. */
+static void
+test_a_connection_is_found_only_while_alive(void **state)
+{
+    struct gfr_rdma_conn conn = {.outstanding = 1};
+    struct ibv_qp qp = {.qp_num = 4242};
+
+    (void)state;
+    make_dev(16);
+    conn.qp = &qp;
+    gfr_rdma_srq_add(&dev, &conn);
+    assert_ptr_equal(gfr_rdma_srq_lookup_get(&dev, 4242), &conn);
+    assert_int_equal(conn.outstanding, 2);
+    assert_null(gfr_rdma_srq_lookup_get(&dev, 4243));
+    conn.outstanding = 0; /* its last reference dropped: going */
+    assert_null(gfr_rdma_srq_lookup_get(&dev, 4242));
+    conn.outstanding = 1;
+    gfr_rdma_srq_remove(&dev, &conn);
+    assert_null(gfr_rdma_srq_lookup_get(&dev, 4242));
+    assert_int_equal(conn.outstanding, 1);
+    gfr_rdma_srq_destroy(&dev);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_queue_grows_with_promises_up_to_its_maximum),
+        cmocka_unit_test(test_a_connection_is_found_only_while_alive),
+    };
+    int failed;
+
+    urcu_memb_register_thread();
+    failed = cmocka_run_group_tests_name("rdma-srq", tests, NULL, NULL);
+    urcu_memb_unregister_thread();
+    return failed;
+}

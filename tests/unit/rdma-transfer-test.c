@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Transfers (lib/rdma-transfer.c) on a connection built by hand: at most
+ * rdma-depth READs or WRITEs in flight, each completion letting the next
+ * one go, and a transfer ending exactly once through its finished
+ * callback: 0 when everything moved, -EIO when an operation failed,
+ * -ECANCELED when the connection ended first.  ibv_post_send goes through
+ * a fake context's ops, which records each work request.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rdma-internal.h"
+
+#define MAX_POSTED 16
+
+static struct ibv_send_wr posted[MAX_POSTED];
+static unsigned nposted;
+
+static int
+fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    (void)qp;
+    (void)bad;
+    assert_true(nposted < MAX_POSTED);
+    posted[nposted] = *wr;
+    posted[nposted].sg_list = NULL; /* the caller's, on its stack */
+    nposted++;
+    return 0;
+}
+
+int
+ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+    (void)qp;
+    (void)attr;
+    (void)attr_mask;
+    return 0;
+}
+
+static struct ibv_context fake_ctx;
+static struct ibv_qp fake_qp;
+static struct gfr_rdma engine;
+static struct gfr_rdma_dev dev;
+static unsigned finished_calls;
+static int finished_status;
+
+static void
+finished(struct gfr_rdma_xfer *x, int status)
+{
+    finished_calls++;
+    finished_status = status;
+    free(x);
+}
+
+/* An established connection whose transfers may have depth operations in
+ * flight. */
+static struct gfr_rdma_conn *
+make_conn(unsigned depth)
+{
+    struct gfr_rdma_conn *conn;
+
+    gfr_rdma_opts_init(&engine.opts);
+    engine.opts.rdma_depth = depth;
+    pthread_mutex_init(&engine.lock, NULL);
+    CDS_INIT_LIST_HEAD(&engine.conns);
+    fake_ctx.ops.post_send = fake_post_send;
+    fake_qp.context = &fake_ctx;
+    conn = gfr_rdma_conn_new(&engine, NULL);
+    assert_non_null(conn);
+    conn->dev = &dev;
+    conn->qp = &fake_qp;
+    conn->sq_size = 16;
+    conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
+    assert_non_null(conn->sq_ring);
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
+    pthread_mutex_unlock(&conn->lock);
+    nposted = 0;
+    finished_calls = 0;
+    finished_status = 1;
+    return conn;
+}
+
+static void
+free_conn(struct gfr_rdma_conn *conn)
+{
+    cds_list_del(&conn->link);
+    free(conn->sq_ring);
+    pthread_mutex_destroy(&conn->lock);
+    free(conn);
+}
+
+/* A pull of n segments of 4 KiB, 4 KiB per operation, started. */
+static struct gfr_rdma_xfer *
+start_pull(struct gfr_rdma_conn *conn, unsigned n)
+{
+    static uint8_t buf[16 * 4096];
+    struct gfr_rdma_xfer *x = gfr_rdma_xfer_new(conn, 1, finished);
+
+    assert_non_null(x);
+    x->local[0] = (struct gfr_xfer_local){(uintptr_t)buf, n * 4096, 11};
+    for (unsigned i = 0; i < n; i++)
+        x->remote[i] = (struct gfr_wire_seg){0x10000 * (i + 1), 22, 4096};
+    assert_int_equal(gfr_xfer_init(&x->plan, x->local, 1, x->remote, n, n * 4096ull, 4096), 0);
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_xfer_start_locked(conn, x);
+    pthread_mutex_unlock(&conn->lock);
+    return x;
+}
+
+/* Completes the posted work request i as the poller would: the
+ * connection's reference for it is dropped by the dispatcher. */
+static void
+complete(struct gfr_rdma_conn *conn, unsigned i, int ok)
+{
+    gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)posted[i].wr_id, ok);
+    gfr_rdma_conn_put(conn);
+}
+
+static void
+test_no_more_than_rdma_depth_are_in_flight(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(2);
+
+    (void)state;
+    start_pull(conn, 5);
+    assert_int_equal(nposted, 2);
+    assert_int_equal(conn->rdma_inflight, 2);
+    assert_int_equal(posted[0].opcode, IBV_WR_RDMA_READ);
+    assert_int_equal(posted[1].wr.rdma.remote_addr, 0x20000);
+    for (unsigned i = 0; i < 5; i++) {
+        assert_int_equal(finished_calls, 0);
+        complete(conn, i, 1);
+        assert_true(conn->rdma_inflight <= 2);
+    }
+    assert_int_equal(nposted, 5);
+    assert_int_equal(finished_calls, 1);
+    assert_int_equal(finished_status, 0);
+    assert_int_equal(conn->rdma_inflight, 0);
+    assert_int_equal(conn->outstanding, 1); /* the CM side's only */
+    free_conn(conn);
+}
+
+/* A failed operation fails the transfer, once, after the operations in
+ * flight have completed; nothing more is posted on a failing connection. */
+static void
+test_a_failed_operation_ends_the_transfer_with_eio(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(4);
+
+    (void)state;
+    start_pull(conn, 3);
+    assert_int_equal(nposted, 3);
+    complete(conn, 0, 1);
+    complete(conn, 1, 0);
+    assert_int_equal(finished_calls, 0);
+    complete(conn, 2, 0);
+    assert_int_equal(finished_calls, 1);
+    assert_int_equal(finished_status, -EIO);
+    free_conn(conn);
+}
+
+/* A transfer still waiting to post when its connection ends is ended by
+ * gfr_rdma_xfers_release_all, with -ECANCELED. */
+static void
+test_the_end_of_a_connection_cancels_what_was_not_posted(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(1);
+
+    (void)state;
+    start_pull(conn, 3);
+    gfr_rdma_conn_fail(conn, -EIO); /* also posts the drain */
+    complete(conn, 0, 0);
+    for (unsigned i = 1; i < nposted; i++)
+        assert_int_not_equal(posted[i].opcode, IBV_WR_RDMA_READ);
+    assert_int_equal(finished_calls, 0);
+    gfr_rdma_xfers_release_all(conn);
+    assert_int_equal(finished_calls, 1);
+    assert_int_equal(finished_status, -ECANCELED);
+    free_conn(conn);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_more_than_rdma_depth_are_in_flight),
+        cmocka_unit_test(test_a_failed_operation_ends_the_transfer_with_eio),
+        cmocka_unit_test(test_the_end_of_a_connection_cancels_what_was_not_posted),
+    };
+
+    return cmocka_run_group_tests_name("rdma-transfer", tests, NULL, NULL);
+}

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The send queue (lib/rdma-tx.c) on a connection whose send side the
+ * engine's own gfr_rdma_conn_setup_send_side built: messages wait for
+ * credits in order, a CREDIT message goes out when one is due, and a SEND
+ * completion frees its slot, the slots of the unsignaled SENDs before it,
+ * and its offer's SEND.  ibv_post_send goes through a fake context's ops,
+ * which records each work request; this file's ibv_reg_mr and
+ * ibv_modify_qp replace libibverbs'.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rdma-internal.h"
+
+#define MAX_POSTED 64
+
+static struct ibv_send_wr posted[MAX_POSTED];
+static struct ibv_sge posted_sge[MAX_POSTED];
+static unsigned nposted;
+
+static int
+fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+    (void)qp;
+    (void)bad;
+    assert_true(nposted < MAX_POSTED);
+    posted[nposted] = *wr;
+    posted_sge[nposted] = wr->sg_list[0];
+    posted[nposted].sg_list = &posted_sge[nposted];
+    nposted++;
+    return 0;
+}
+
+int
+ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+    (void)qp;
+    (void)attr;
+    (void)attr_mask;
+    return 0;
+}
+
+struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+    struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+    (void)access;
+    if (mr)
+        *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
+    return mr;
+}
+
+int
+ibv_dereg_mr(struct ibv_mr *mr)
+{
+    free(mr);
+    return 0;
+}
+
+static struct ibv_context fake_ctx;
+static struct ibv_qp fake_qp;
+static struct gfr_rdma engine;
+static struct gfr_rdma_dev dev;
+static unsigned done_calls;
+
+static void
+done(void *cb_arg, int status)
+{
+    (void)cb_arg;
+    (void)status;
+    done_calls++;
+}
+
+/* An established connection with `credits` credits each way and as many
+ * send slots. */
+static struct gfr_rdma_conn *
+make_conn(uint32_t credits)
+{
+    struct gfr_rdma_conn *conn;
+
+    gfr_rdma_opts_init(&engine.opts);
+    pthread_mutex_init(&engine.lock, NULL);
+    CDS_INIT_LIST_HEAD(&engine.conns);
+    fake_ctx.ops.post_send = fake_post_send;
+    fake_qp.context = &fake_ctx;
+    conn = gfr_rdma_conn_new(&engine, NULL);
+    assert_non_null(conn);
+    conn->dev = &dev;
+    conn->qp = &fake_qp;
+    conn->nsend = conn->nrecv = credits;
+    conn->agreed = (struct gfr_cm_params){.credits = (uint16_t)credits, .inline_max = 8192,
+                                          .max_msg = 1 << 20, .max_segs = 16};
+    gfr_credits_init(&conn->credits, credits);
+    assert_int_equal(gfr_rdma_conn_setup_send_side(conn), 0);
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
+    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
+    pthread_mutex_unlock(&conn->lock);
+    nposted = 0;
+    done_calls = 0;
+    return conn;
+}
+
+static void
+free_conn(struct gfr_rdma_conn *conn)
+{
+    gfr_rdma_tx_release_all(conn);
+    gfr_rdma_offers_release_all(conn);
+    cds_list_del(&conn->link);
+    ibv_dereg_mr(conn->send_mr);
+    free(conn->send_buf);
+    free(conn->send_wr);
+    free(conn->free_slots);
+    free(conn->sq_ring);
+    pthread_mutex_destroy(&conn->lock);
+    free(conn);
+}
+
+/* The header of posted SEND i. */
+static struct gfr_wire_hdr
+posted_hdr(unsigned i)
+{
+    struct gfr_wire_limits limits = {.max_msg = 1 << 20, .max_segs = 16};
+    struct gfr_wire_msg msg;
+    const char *reason;
+
+    assert_int_equal(gfr_wire_decode((const uint8_t *)(uintptr_t)posted_sge[i].addr,
+                                     posted_sge[i].length, &limits, &msg, &reason), 0);
+    return msg.hdr;
+}
+
+static int
+send_xid(struct gfr_rdma_conn *conn, uint32_t xid, struct gfr_rdma_offer *offer)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = xid, .inline_len = 4};
+    struct iovec iov = {"ping", 4};
+    int err;
+
+    pthread_mutex_lock(&conn->lock);
+    err = gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, offer);
+    pthread_mutex_unlock(&conn->lock);
+    return err;
+}
+
+/* Messages beyond the credits wait, in order, and go out as the peer's
+ * grants come, each SEND carrying this side's grant. */
+static void
+test_messages_wait_for_credits_in_order(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(4);
+    unsigned sent_first;
+
+    (void)state;
+    for (uint32_t xid = 1; xid <= 8; xid++)
+        assert_int_equal(send_xid(conn, xid, NULL), 0);
+    sent_first = nposted;
+    assert_true(sent_first > 0 && sent_first < 8);
+    assert_int_equal(conn->stats.queued_for_credits, 8 - sent_first);
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_credits_on_receive(&conn->credits, (uint16_t)sent_first), 0);
+    gfr_rdma_flush_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+    assert_true(nposted > sent_first);
+    for (unsigned i = 0; i < nposted; i++) {
+        assert_int_equal(posted[i].opcode, IBV_WR_SEND);
+        assert_int_equal(posted_hdr(i).xid, i + 1);
+    }
+    free_conn(conn);
+}
+
+/* Receive buffers reposted but not yet announced make a CREDIT message go
+ * out once enough have piled up, without using a data credit. */
+static void
+test_a_credit_update_goes_out_when_due(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(8);
+
+    (void)state;
+    pthread_mutex_lock(&conn->lock);
+    for (int i = 0; i < 8 && !gfr_credits_need_update(&conn->credits); i++) {
+        assert_int_equal(gfr_credits_on_receive(&conn->credits, 0), 0);
+        gfr_credits_on_repost(&conn->credits, 1);
+    }
+    assert_true(gfr_credits_need_update(&conn->credits));
+    gfr_rdma_flush_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(nposted, 1);
+    assert_int_equal(posted_hdr(0).type, GFR_WIRE_CREDIT);
+    assert_true(posted_hdr(0).credits > 0);
+    assert_int_equal(conn->stats.credit_updates, 1);
+    assert_int_equal(conn->stats.sent, 0);
+    free_conn(conn);
+}
+
+/* A message with an offer goes signaled; its completion frees its slot and
+ * those of the unsignaled SENDs before it, and settles its offer's SEND
+ * (the offer waited for nothing else: it ends). */
+static void
+test_a_completion_frees_slots_and_settles_its_offer(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(8);
+    struct gfr_rdma_offer *offer = gfr_rdma_offer_new();
+    uint32_t free_before = conn->nfree;
+
+    (void)state;
+    assert_non_null(offer);
+    offer->xid = 3;
+    offer->waits = GFR_OFFER_SEND;
+    offer->done = done;
+    cds_list_add_tail(&offer->link, &conn->offers[3]);
+    assert_int_equal(send_xid(conn, 1, NULL), 0);
+    assert_int_equal(send_xid(conn, 2, NULL), 0);
+    assert_int_equal(send_xid(conn, 3, offer), 0);
+    assert_int_equal(nposted, 3);
+    assert_false(posted[0].send_flags & IBV_SEND_SIGNALED);
+    assert_true(posted[2].send_flags & IBV_SEND_SIGNALED);
+    assert_int_equal(conn->nfree, free_before - 3);
+    gfr_rdma_send_complete((struct gfr_rdma_wr *)(uintptr_t)posted[2].wr_id, 1);
+    gfr_rdma_conn_put(conn); /* the completed one's, as the dispatcher does */
+    assert_int_equal(conn->nfree, free_before);
+    assert_int_equal(conn->sq_count, 0);
+    assert_int_equal(conn->outstanding, 1);
+    assert_int_equal(done_calls, 1);
+    free_conn(conn);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_messages_wait_for_credits_in_order),
+        cmocka_unit_test(test_a_credit_update_goes_out_when_due),
+        cmocka_unit_test(test_a_completion_frees_slots_and_settles_its_offer),
+    };
+
+    return cmocka_run_group_tests_name("rdma-tx", tests, NULL, NULL);
+}
