@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Pull buffers (lib/rdma-pbuf.c) on a poller built by hand: this file's
- * ibv_reg_mr and ibv_dereg_mr replace libibverbs' and count the calls, so
- * reuse, the per-class cap and the returns queue show without a device.
+ * Pull buffers (lib/rdma-pbuf.c) on a poller built by hand: fake-verbs.c
+ * counts the registrations, so reuse, the per-class cap and the returns
+ * queue show without a device.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,31 +14,8 @@
 
 #include <cmocka.h>
 
+#include "fake-verbs.h"
 #include "rdma-internal.h"
-
-static unsigned registered, deregistered;
-
-struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-    struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-    (void)access;
-    if (mr) {
-        mr->pd = pd;
-        mr->addr = addr;
-        mr->length = length;
-        registered++;
-    }
-    return mr;
-}
-
-int
-ibv_dereg_mr(struct ibv_mr *mr)
-{
-    deregistered++;
-    free(mr);
-    return 0;
-}
 
 static struct ibv_pd fake_pd;
 static struct gfr_rdma_dev dev = {.pd = &fake_pd};
@@ -51,7 +28,7 @@ setup(void **state)
     memset(&poller, 0, sizeof(poller));
     poller.dev = &dev;
     __cds_wfcq_init(&poller.pbuf_returns_head, &poller.pbuf_returns_tail);
-    registered = deregistered = 0;
+    fake_verbs_reset();
     return 0;
 }
 
@@ -60,7 +37,7 @@ teardown(void **state)
 {
     (void)state;
     gfr_rdma_pbuf_drain(&poller);
-    assert_int_equal(registered, deregistered);
+    assert_int_equal(fake_verbs.registered, fake_verbs.deregistered);
     return 0;
 }
 
@@ -74,7 +51,7 @@ test_a_returned_buffer_is_reused_without_registering_again(void **state)
     assert_true(b->mr->length >= 100 << 10);
     gfr_rdma_pbuf_put(b);
     assert_ptr_equal(gfr_rdma_pbuf_get(&poller, 200 << 10), b);
-    assert_int_equal(registered, 1);
+    assert_int_equal(fake_verbs.registered, 1);
     gfr_rdma_pbuf_put(b);
 }
 
@@ -87,7 +64,7 @@ test_a_message_beyond_the_classes_gets_a_buffer_of_its_own(void **state)
     assert_non_null(b);
     assert_int_equal(b->mr->length, (4 << 20) + 1);
     gfr_rdma_pbuf_put(b);
-    assert_int_equal(deregistered, 1);
+    assert_int_equal(fake_verbs.deregistered, 1);
 }
 
 static void
@@ -102,8 +79,8 @@ test_returns_beyond_a_class_cap_are_freed(void **state)
     for (int i = 0; i < many; i++)
         gfr_rdma_pbuf_put(b[i]);
     gfr_rdma_pbuf_put(gfr_rdma_pbuf_get(&poller, 4096)); /* takes the returns */
-    assert_int_equal(registered, many);
-    assert_int_equal(deregistered, many - 32);
+    assert_int_equal(fake_verbs.registered, many);
+    assert_int_equal(fake_verbs.deregistered, many - 32);
 }
 
 /*
@@ -126,11 +103,11 @@ test_a_return_still_being_linked_does_not_hold_the_poller(void **state)
     fresh = gfr_rdma_pbuf_get(&poller, 4096);
     assert_non_null(fresh);
     assert_ptr_not_equal(fresh, held);
-    assert_int_equal(registered, 2);
+    assert_int_equal(fake_verbs.registered, 2);
 
     CMM_STORE_SHARED(before->next, &held->node);
     assert_ptr_equal(gfr_rdma_pbuf_get(&poller, 4096), held);
-    assert_int_equal(registered, 2);
+    assert_int_equal(fake_verbs.registered, 2);
     alarm(0);
     gfr_rdma_pbuf_put(held);
     gfr_rdma_pbuf_put(fresh);

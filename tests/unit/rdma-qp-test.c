@@ -3,8 +3,7 @@
  * The queue-pair layer (lib/rdma-qp.c) on a connection built by hand:
  * the connection's state changes (every legal one taken, every other one
  * refused), the send-queue ring that retires unsignaled SENDs, and the
- * post helper's references.  ibv_post_send goes through a fake context's
- * ops; this file's ibv_modify_qp replaces libibverbs'.
+ * post helper's references, over the stubbed verbs of fake-verbs.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -19,32 +18,9 @@
 
 #include <cmocka.h>
 
+#include "fake-verbs.h"
 #include "rdma-internal.h"
 
-static int post_send_result;
-static unsigned posts;
-
-static int
-fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    (void)qp;
-    posts++;
-    if (post_send_result)
-        *bad = wr;
-    return post_send_result;
-}
-
-int
-ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
-{
-    (void)qp;
-    (void)attr;
-    (void)attr_mask;
-    return 0;
-}
-
-static struct ibv_context fake_ctx;
-static struct ibv_qp fake_qp;
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 
@@ -56,8 +32,7 @@ make_conn(void)
     gfr_rdma_opts_init(&engine.opts);
     pthread_mutex_init(&engine.lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_ctx.ops.post_send = fake_post_send;
-    fake_qp.context = &fake_ctx;
+    fake_verbs_reset();
     conn = gfr_rdma_conn_new(&engine, NULL);
     assert_non_null(conn);
     conn->dev = &dev;
@@ -67,8 +42,6 @@ make_conn(void)
     conn->free_slots = calloc(conn->sq_size, sizeof(*conn->free_slots));
     assert_non_null(conn->sq_ring);
     assert_non_null(conn->free_slots);
-    post_send_result = 0;
-    posts = 0;
     return conn;
 }
 
@@ -201,11 +174,11 @@ test_a_post_holds_a_reference_until_it_fails(void **state)
     assert_int_equal(gfr_rdma_qp_post_locked(conn, &ctx, &wr), 0);
     assert_int_equal(conn->outstanding, 2);
     assert_int_equal(conn->sq_count, 1);
-    post_send_result = ENOMEM;
+    fake_verbs.post_send_result = ENOMEM;
     assert_int_equal(gfr_rdma_qp_post_locked(conn, &ctx, &wr), ENOMEM);
     assert_int_equal(conn->outstanding, 2);
     assert_int_equal(conn->sq_count, 1);
-    assert_int_equal(posts, 2);
+    assert_int_equal(fake_verbs.posts, 2);
     free_conn(conn);
 }
 

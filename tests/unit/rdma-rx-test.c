@@ -2,10 +2,8 @@
 /*
  * The engine's checks of received headers against this side's own state
  * (credits, the offers it made, the requests it was sent), and the send
- * path when posting fails, on a connection built by hand over stubbed
- * verbs: ibv_post_send goes through a fake context's ops, and this file's
- * ibv_modify_qp replaces libibverbs' for the objects linked here.  Errors
- * rxe cannot be made to produce on demand.
+ * path when posting fails, on a connection built by hand over the stubbed
+ * verbs of fake-verbs.c: errors rxe cannot be made to produce on demand.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -22,53 +20,9 @@
 
 #include <cmocka.h>
 
+#include "fake-verbs.h"
 #include "rdma-internal.h"
 
-static int post_send_result;
-static unsigned posts;
-static unsigned qp_errors;
-
-static int
-fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    (void)qp;
-    posts++;
-    if (post_send_result)
-        *bad = wr;
-    return post_send_result;
-}
-
-/* Replaces libibverbs' (which reaches the provider through private ops). */
-int
-ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
-{
-    (void)qp;
-    (void)attr_mask;
-    if (attr->qp_state == IBV_QPS_ERR)
-        qp_errors++;
-    return 0;
-}
-
-/* Replace libibverbs' for the send slots' registration. */
-struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-    struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-    (void)access;
-    if (mr)
-        *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
-    return mr;
-}
-
-int
-ibv_dereg_mr(struct ibv_mr *mr)
-{
-    free(mr);
-    return 0;
-}
-
-static struct ibv_context fake_ctx;
-static struct ibv_qp fake_qp;
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 
@@ -83,8 +37,7 @@ make_conn_with(const struct sockaddr *peer)
     gfr_rdma_opts_init(&engine.opts);
     pthread_mutex_init(&engine.lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_ctx.ops.post_send = fake_post_send;
-    fake_qp.context = &fake_ctx;
+    fake_verbs_reset();
     dev.max_inline = 0;
     conn = gfr_rdma_conn_new(&engine, peer);
     assert_non_null(conn);
@@ -100,8 +53,6 @@ make_conn_with(const struct sockaddr *peer)
     conn->limits = (struct gfr_wire_limits){.max_msg = 1 << 20, .max_segs = 16};
     gfr_credits_init(&conn->credits, 8);
     assert_int_equal(gfr_rdma_conn_setup_send_side(conn), 0);
-    post_send_result = 0;
-    posts = qp_errors = 0;
     return conn;
 }
 
@@ -275,12 +226,12 @@ test_a_failed_post_gives_the_slot_back(void **state)
     int err;
 
     (void)state;
-    post_send_result = ENOMEM;
+    fake_verbs.post_send_result = ENOMEM;
     pthread_mutex_lock(&conn->lock);
     err = gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL);
     pthread_mutex_unlock(&conn->lock);
     assert_int_equal(err, -ENOMEM);
-    assert_int_equal(posts, 1);
+    assert_int_equal(fake_verbs.posts, 1);
     assert_int_equal(conn->nfree, conn->nsend);
     assert_int_equal(conn->sq_count, 0);
     assert_int_equal(conn->outstanding, 1); /* only the CM side's */
@@ -301,19 +252,19 @@ test_a_failed_flush_ends_the_connection_and_keeps_the_message(void **state)
     pthread_mutex_lock(&conn->lock);
     assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), 0);
     pthread_mutex_unlock(&conn->lock);
-    assert_int_equal(posts, 0);
+    assert_int_equal(fake_verbs.posts, 0);
     assert_false(cds_list_empty(&conn->pending));
 
     /* Credits come back, but the post fails: the connection ends, the
      * message stays queued for the end of the connection to release. */
-    post_send_result = EIO;
+    fake_verbs.post_send_result = EIO;
     pthread_mutex_lock(&conn->lock);
     conn->credits.send_avail = 4;
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
     assert_int_equal(conn->state, GFR_CONN_DISCONNECTING);
     assert_int_equal(conn->reason, -EIO);
-    assert_int_equal(qp_errors, 1);
+    assert_int_equal(fake_verbs.qp_errors, 1);
     assert_false(cds_list_empty(&conn->pending));
     p = cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
     assert_memory_equal(p->data + GFR_WIRE_HDR_SIZE, "wxyz", 4);
@@ -356,7 +307,7 @@ test_messages_about_a_connection_name_its_peer(void **state)
         struct gfr_rdma_conn *conn = make_conn_with(cases[i].peer);
 
         logged[0] = 0;
-        post_send_result = ENOMEM;
+        fake_verbs.post_send_result = ENOMEM;
         pthread_mutex_lock(&conn->lock);
         assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), -ENOMEM);
         pthread_mutex_unlock(&conn->lock);

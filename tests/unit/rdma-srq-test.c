@@ -4,9 +4,7 @@
  * it grows while the live connections promise more receives than it holds,
  * stops at its maximum and says so once, keeps its buffers when
  * connections leave, and finds a connection by QP number only while the
- * connection is alive.  This file's ibv_create_srq, ibv_destroy_srq,
- * ibv_reg_mr and ibv_dereg_mr replace libibverbs'; posting goes through a
- * fake context's ops.
+ * connection is alive; over the stubbed verbs of fake-verbs.c.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,58 +18,10 @@
 #include <cmocka.h>
 #include <urcu/urcu-memb.h>
 
+#include "fake-verbs.h"
 #include "rdma-internal.h"
 
-static unsigned srq_posts;
 static char logged[512];
-
-static int
-fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-    (void)srq;
-    (void)wr;
-    (void)bad;
-    srq_posts++;
-    return 0;
-}
-
-static struct ibv_context fake_ctx;
-
-struct ibv_srq *
-ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-    struct ibv_srq *srq = calloc(1, sizeof(*srq));
-
-    (void)pd;
-    (void)attr;
-    if (srq)
-        srq->context = &fake_ctx;
-    return srq;
-}
-
-int
-ibv_destroy_srq(struct ibv_srq *srq)
-{
-    free(srq);
-    return 0;
-}
-
-struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-    struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-    (void)access;
-    if (mr)
-        *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
-    return mr;
-}
-
-int
-ibv_dereg_mr(struct ibv_mr *mr)
-{
-    free(mr);
-    return 0;
-}
 
 static void
 capture_log(const char *msg, void *arg)
@@ -80,7 +30,6 @@ capture_log(const char *msg, void *arg)
     snprintf(logged, sizeof(logged), "%s", msg);
 }
 
-static struct ibv_device fake_device = {.name = "fake0"};
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 
@@ -93,11 +42,9 @@ make_dev(uint32_t max)
     memset(&dev, 0, sizeof(dev));
     gfr_rdma_opts_init(&engine.opts);
     engine.opts.inline_max = 256;
-    fake_ctx.device = &fake_device;
-    fake_ctx.ops.post_srq_recv = fake_post_srq_recv;
+    fake_verbs_reset();
     dev.engine = &engine;
     dev.verbs = &fake_ctx;
-    srq_posts = 0;
     logged[0] = 0;
     assert_int_equal(gfr_rdma_srq_create(&dev, &attr), 0);
 }
@@ -110,7 +57,7 @@ test_the_queue_grows_with_promises_up_to_its_maximum(void **state)
     gfr_rdma_set_log(capture_log, NULL);
     assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
     assert_int_equal(dev.srq->total, 40);
-    assert_int_equal(srq_posts, 40);
+    assert_int_equal(fake_verbs.srq_posts, 40);
     assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
     assert_int_equal(dev.srq->total, 80);
     /* past the maximum: what is left, then sharing, said once */
@@ -124,7 +71,7 @@ test_the_queue_grows_with_promises_up_to_its_maximum(void **state)
     assert_int_equal(dev.srq->promised, 0);
     assert_int_equal(gfr_rdma_srq_reserve(&dev, 50), 0);
     assert_int_equal(dev.srq->total, 100);
-    assert_int_equal(srq_posts, 100);
+    assert_int_equal(fake_verbs.srq_posts, 100);
     gfr_rdma_set_log(NULL, NULL);
     gfr_rdma_srq_destroy(&dev);
 }

@@ -4,8 +4,8 @@
  * rdma-depth READs or WRITEs in flight, each completion letting the next
  * one go, and a transfer ending exactly once through its finished
  * callback: 0 when everything moved, -EIO when an operation failed,
- * -ECANCELED when the connection ended first.  ibv_post_send goes through
- * a fake context's ops, which records each work request.
+ * -ECANCELED when the connection ended first.  fake-verbs.c records each
+ * work request posted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -17,36 +17,9 @@
 
 #include <cmocka.h>
 
+#include "fake-verbs.h"
 #include "rdma-internal.h"
 
-#define MAX_POSTED 16
-
-static struct ibv_send_wr posted[MAX_POSTED];
-static unsigned nposted;
-
-static int
-fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    (void)qp;
-    (void)bad;
-    assert_true(nposted < MAX_POSTED);
-    posted[nposted] = *wr;
-    posted[nposted].sg_list = NULL; /* the caller's, on its stack */
-    nposted++;
-    return 0;
-}
-
-int
-ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
-{
-    (void)qp;
-    (void)attr;
-    (void)attr_mask;
-    return 0;
-}
-
-static struct ibv_context fake_ctx;
-static struct ibv_qp fake_qp;
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 static unsigned finished_calls;
@@ -71,8 +44,7 @@ make_conn(unsigned depth)
     engine.opts.rdma_depth = depth;
     pthread_mutex_init(&engine.lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_ctx.ops.post_send = fake_post_send;
-    fake_qp.context = &fake_ctx;
+    fake_verbs_reset();
     conn = gfr_rdma_conn_new(&engine, NULL);
     assert_non_null(conn);
     conn->dev = &dev;
@@ -84,7 +56,6 @@ make_conn(unsigned depth)
     assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
     assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
     pthread_mutex_unlock(&conn->lock);
-    nposted = 0;
     finished_calls = 0;
     finished_status = 1;
     return conn;
@@ -122,7 +93,7 @@ start_pull(struct gfr_rdma_conn *conn, unsigned n)
 static void
 complete(struct gfr_rdma_conn *conn, unsigned i, int ok)
 {
-    gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)posted[i].wr_id, ok);
+    gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[i].wr_id, ok);
     gfr_rdma_conn_put(conn);
 }
 
@@ -133,16 +104,16 @@ test_no_more_than_rdma_depth_are_in_flight(void **state)
 
     (void)state;
     start_pull(conn, 5);
-    assert_int_equal(nposted, 2);
+    assert_int_equal(fake_verbs.posts, 2);
     assert_int_equal(conn->rdma_inflight, 2);
-    assert_int_equal(posted[0].opcode, IBV_WR_RDMA_READ);
-    assert_int_equal(posted[1].wr.rdma.remote_addr, 0x20000);
+    assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_READ);
+    assert_int_equal(fake_verbs.sent[1].wr.rdma.remote_addr, 0x20000);
     for (unsigned i = 0; i < 5; i++) {
         assert_int_equal(finished_calls, 0);
         complete(conn, i, 1);
         assert_true(conn->rdma_inflight <= 2);
     }
-    assert_int_equal(nposted, 5);
+    assert_int_equal(fake_verbs.posts, 5);
     assert_int_equal(finished_calls, 1);
     assert_int_equal(finished_status, 0);
     assert_int_equal(conn->rdma_inflight, 0);
@@ -159,7 +130,7 @@ test_a_failed_operation_ends_the_transfer_with_eio(void **state)
 
     (void)state;
     start_pull(conn, 3);
-    assert_int_equal(nposted, 3);
+    assert_int_equal(fake_verbs.posts, 3);
     complete(conn, 0, 1);
     complete(conn, 1, 0);
     assert_int_equal(finished_calls, 0);
@@ -178,10 +149,10 @@ test_the_end_of_a_connection_cancels_what_was_not_posted(void **state)
 
     (void)state;
     start_pull(conn, 3);
-    gfr_rdma_conn_fail(conn, -EIO); /* also posts the drain */
+    gfr_rdma_conn_fail(conn, -EIO); /* also fake_verbs.posts the drain */
     complete(conn, 0, 0);
-    for (unsigned i = 1; i < nposted; i++)
-        assert_int_not_equal(posted[i].opcode, IBV_WR_RDMA_READ);
+    for (unsigned i = 1; i < fake_verbs.posts; i++)
+        assert_int_not_equal(fake_verbs.sent[i].opcode, IBV_WR_RDMA_READ);
     assert_int_equal(finished_calls, 0);
     gfr_rdma_xfers_release_all(conn);
     assert_int_equal(finished_calls, 1);

@@ -4,9 +4,7 @@
  * engine's own gfr_rdma_conn_setup_send_side built: messages wait for
  * credits in order, a CREDIT message goes out when one is due, and a SEND
  * completion frees its slot, the slots of the unsignaled SENDs before it,
- * and its offer's SEND.  ibv_post_send goes through a fake context's ops,
- * which records each work request; this file's ibv_reg_mr and
- * ibv_modify_qp replace libibverbs'.
+ * and its offer's SEND.  fake-verbs.c records each work request posted.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -18,55 +16,9 @@
 
 #include <cmocka.h>
 
+#include "fake-verbs.h"
 #include "rdma-internal.h"
 
-#define MAX_POSTED 64
-
-static struct ibv_send_wr posted[MAX_POSTED];
-static struct ibv_sge posted_sge[MAX_POSTED];
-static unsigned nposted;
-
-static int
-fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-    (void)qp;
-    (void)bad;
-    assert_true(nposted < MAX_POSTED);
-    posted[nposted] = *wr;
-    posted_sge[nposted] = wr->sg_list[0];
-    posted[nposted].sg_list = &posted_sge[nposted];
-    nposted++;
-    return 0;
-}
-
-int
-ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
-{
-    (void)qp;
-    (void)attr;
-    (void)attr_mask;
-    return 0;
-}
-
-struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-    struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-    (void)access;
-    if (mr)
-        *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
-    return mr;
-}
-
-int
-ibv_dereg_mr(struct ibv_mr *mr)
-{
-    free(mr);
-    return 0;
-}
-
-static struct ibv_context fake_ctx;
-static struct ibv_qp fake_qp;
 static struct gfr_rdma engine;
 static struct gfr_rdma_dev dev;
 static unsigned done_calls;
@@ -89,8 +41,7 @@ make_conn(uint32_t credits)
     gfr_rdma_opts_init(&engine.opts);
     pthread_mutex_init(&engine.lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_ctx.ops.post_send = fake_post_send;
-    fake_qp.context = &fake_ctx;
+    fake_verbs_reset();
     conn = gfr_rdma_conn_new(&engine, NULL);
     assert_non_null(conn);
     conn->dev = &dev;
@@ -104,7 +55,6 @@ make_conn(uint32_t credits)
     assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
     assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
     pthread_mutex_unlock(&conn->lock);
-    nposted = 0;
     done_calls = 0;
     return conn;
 }
@@ -132,8 +82,8 @@ posted_hdr(unsigned i)
     struct gfr_wire_msg msg;
     const char *reason;
 
-    assert_int_equal(gfr_wire_decode((const uint8_t *)(uintptr_t)posted_sge[i].addr,
-                                     posted_sge[i].length, &limits, &msg, &reason), 0);
+    assert_int_equal(gfr_wire_decode((const uint8_t *)(uintptr_t)fake_verbs.sent_sge[i].addr,
+                                     fake_verbs.sent_sge[i].length, &limits, &msg, &reason), 0);
     return msg.hdr;
 }
 
@@ -161,16 +111,16 @@ test_messages_wait_for_credits_in_order(void **state)
     (void)state;
     for (uint32_t xid = 1; xid <= 8; xid++)
         assert_int_equal(send_xid(conn, xid, NULL), 0);
-    sent_first = nposted;
+    sent_first = fake_verbs.posts;
     assert_true(sent_first > 0 && sent_first < 8);
     assert_int_equal(conn->stats.queued_for_credits, 8 - sent_first);
     pthread_mutex_lock(&conn->lock);
     assert_int_equal(gfr_credits_on_receive(&conn->credits, (uint16_t)sent_first), 0);
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
-    assert_true(nposted > sent_first);
-    for (unsigned i = 0; i < nposted; i++) {
-        assert_int_equal(posted[i].opcode, IBV_WR_SEND);
+    assert_true(fake_verbs.posts > sent_first);
+    for (unsigned i = 0; i < fake_verbs.posts; i++) {
+        assert_int_equal(fake_verbs.sent[i].opcode, IBV_WR_SEND);
         assert_int_equal(posted_hdr(i).xid, i + 1);
     }
     free_conn(conn);
@@ -192,7 +142,7 @@ test_a_credit_update_goes_out_when_due(void **state)
     assert_true(gfr_credits_need_update(&conn->credits));
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
-    assert_int_equal(nposted, 1);
+    assert_int_equal(fake_verbs.posts, 1);
     assert_int_equal(posted_hdr(0).type, GFR_WIRE_CREDIT);
     assert_true(posted_hdr(0).credits > 0);
     assert_int_equal(conn->stats.credit_updates, 1);
@@ -219,11 +169,11 @@ test_a_completion_frees_slots_and_settles_its_offer(void **state)
     assert_int_equal(send_xid(conn, 1, NULL), 0);
     assert_int_equal(send_xid(conn, 2, NULL), 0);
     assert_int_equal(send_xid(conn, 3, offer), 0);
-    assert_int_equal(nposted, 3);
-    assert_false(posted[0].send_flags & IBV_SEND_SIGNALED);
-    assert_true(posted[2].send_flags & IBV_SEND_SIGNALED);
+    assert_int_equal(fake_verbs.posts, 3);
+    assert_false(fake_verbs.sent[0].send_flags & IBV_SEND_SIGNALED);
+    assert_true(fake_verbs.sent[2].send_flags & IBV_SEND_SIGNALED);
     assert_int_equal(conn->nfree, free_before - 3);
-    gfr_rdma_send_complete((struct gfr_rdma_wr *)(uintptr_t)posted[2].wr_id, 1);
+    gfr_rdma_send_complete((struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[2].wr_id, 1);
     gfr_rdma_conn_put(conn); /* the completed one's, as the dispatcher does */
     assert_int_equal(conn->nfree, free_before);
     assert_int_equal(conn->sq_count, 0);

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Verbs stubbed for the engine's host unit tests: the calls a test links
+ * against here replace libibverbs' for the whole test program, and the
+ * inline ones (ibv_post_send, ibv_post_srq_recv) reach fake_ctx's ops.
+ * Each call is counted, and the work requests posted are kept, so a test
+ * can see what the engine did without a device.  One thread at a time
+ * (rdma-device-test, which posts from several threads, has its own).
+ */
+#ifndef GFR_FAKE_VERBS_H
+#define GFR_FAKE_VERBS_H
+
+#include <infiniband/verbs.h>
+
+#define FAKE_MAX_SENT 64
+
+struct fake_verbs {
+    int post_send_result; /* what ibv_post_send returns: 0 or a positive errno */
+    unsigned posts;       /* ibv_post_send calls */
+    /* The first FAKE_MAX_SENT work requests posted; sg_list points into
+     * sent_sge (the caller's was on its stack). */
+    struct ibv_send_wr sent[FAKE_MAX_SENT];
+    struct ibv_sge sent_sge[FAKE_MAX_SENT];
+    unsigned qp_errors;    /* ibv_modify_qp to IBV_QPS_ERR */
+    unsigned registered;   /* ibv_reg_mr */
+    unsigned deregistered; /* ibv_dereg_mr */
+    unsigned srq_posts;    /* ibv_post_srq_recv */
+};
+
+extern struct fake_verbs fake_verbs;
+extern struct ibv_device fake_device; /* named "fake0" */
+extern struct ibv_context fake_ctx;   /* of fake_device */
+extern struct ibv_qp fake_qp;         /* on fake_ctx */
+
+/* Clears the counters and makes posts succeed again. */
+void fake_verbs_reset(void);
+
+#endif /* GFR_FAKE_VERBS_H */
