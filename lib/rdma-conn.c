@@ -137,6 +137,25 @@ gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn)
     return 0;
 }
 
+/* Frees what gfr_rdma_conn_setup_send_side made (any part of it).  At
+ * finalisation, under conn->lock, once nothing is in flight. */
+void
+gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn)
+{
+    if (conn->send_mr)
+        ibv_dereg_mr(conn->send_mr);
+    conn->send_mr = NULL;
+    free(conn->send_buf);
+    free(conn->send_wr);
+    free(conn->free_slots);
+    free(conn->sq_ring);
+    conn->send_buf = NULL;
+    conn->send_wr = NULL;
+    conn->free_slots = NULL;
+    conn->sq_ring = NULL;
+    conn->nfree = 0;
+}
+
 /* receive-queue=per-connection: receive buffers of its own (posted once
  * the QP exists). */
 static int
@@ -430,8 +449,7 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     conn->qp = NULL;
     if (conn->recv_mr)
         ibv_dereg_mr(conn->recv_mr);
-    if (conn->send_mr)
-        ibv_dereg_mr(conn->send_mr);
+    gfr_rdma_conn_free_send_side(conn);
     if (conn->poller)
         gfr_rdma_dev_put(conn->poller, cq_entries(conn));
     if (conn->id)
@@ -440,16 +458,9 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     if (conn->pool_client)
         gfr_pool_client_release(conn->pool_client);
     free(conn->recv_buf);
-    free(conn->send_buf);
     free(conn->recv_wr);
-    free(conn->send_wr);
-    free(conn->free_slots);
-    free(conn->sq_ring);
-    conn->sq_ring = NULL;
-    conn->recv_buf = conn->send_buf = NULL;
-    conn->recv_wr = conn->send_wr = NULL;
-    conn->free_slots = NULL;
-    conn->nfree = 0;
+    conn->recv_buf = NULL;
+    conn->recv_wr = NULL;
     pthread_mutex_unlock(&conn->lock);
 
     pthread_mutex_lock(&engine->lock);

@@ -571,6 +571,7 @@ void gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
 struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
 int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
                                 struct gfr_cm_params *params);
 int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,

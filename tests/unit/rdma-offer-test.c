@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "rdma-internal.h"
+#include "fake-verbs.h"
+#include "test-conn.h"
 
-static struct gfr_rdma engine;
 static unsigned done_calls;
 static int done_status;
 static char last_log[512];
@@ -43,25 +43,17 @@ capture_log(const char *msg, void *arg)
 static struct gfr_rdma_conn *
 make_conn(void)
 {
-    struct gfr_rdma_conn *conn;
-
-    gfr_rdma_opts_init(&engine.opts);
-    pthread_mutex_init(&engine.lock, NULL);
-    CDS_INIT_LIST_HEAD(&engine.conns);
-    conn = gfr_rdma_conn_new(&engine, NULL);
-    assert_non_null(conn);
+    test_conn_reset();
     done_calls = 0;
     done_status = 1;
     last_log[0] = 0;
-    return conn;
+    return test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
 }
 
 static void
 free_conn(struct gfr_rdma_conn *conn)
 {
-    cds_list_del(&conn->link);
-    pthread_mutex_destroy(&conn->lock);
-    free(conn);
+    test_conn_free(conn);
 }
 
 /* An offer for xid, on the connection's list, waiting for waits. */

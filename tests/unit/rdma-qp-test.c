@@ -19,40 +19,20 @@
 #include <cmocka.h>
 
 #include "fake-verbs.h"
-#include "rdma-internal.h"
+#include "test-conn.h"
 
-static struct gfr_rdma engine;
-static struct gfr_rdma_dev dev;
 
 static struct gfr_rdma_conn *
-make_conn(void)
+make_conn(enum gfr_conn_state at)
 {
-    struct gfr_rdma_conn *conn;
-
-    gfr_rdma_opts_init(&engine.opts);
-    pthread_mutex_init(&engine.lock, NULL);
-    CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_verbs_reset();
-    conn = gfr_rdma_conn_new(&engine, NULL);
-    assert_non_null(conn);
-    conn->dev = &dev;
-    conn->qp = &fake_qp;
-    conn->sq_size = 8;
-    conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
-    conn->free_slots = calloc(conn->sq_size, sizeof(*conn->free_slots));
-    assert_non_null(conn->sq_ring);
-    assert_non_null(conn->free_slots);
-    return conn;
+    test_conn_reset();
+    return test_conn_new(NULL, 8, at);
 }
 
 static void
 free_conn(struct gfr_rdma_conn *conn)
 {
-    cds_list_del(&conn->link);
-    free(conn->sq_ring);
-    free(conn->free_slots);
-    pthread_mutex_destroy(&conn->lock);
-    free(conn);
+    test_conn_free(conn);
 }
 
 /* The steps enum gfr_conn_state documents, written out independently of
@@ -73,18 +53,8 @@ documented(enum gfr_conn_state from, enum gfr_conn_state to)
 static struct gfr_rdma_conn *
 conn_in(enum gfr_conn_state at)
 {
-    static const enum gfr_conn_state path[] = {
-        GFR_CONN_NEW, GFR_CONN_RESOLVING_ADDR, GFR_CONN_RESOLVING_ROUTE,
-        GFR_CONN_CONNECTING, GFR_CONN_ESTABLISHED,
-    };
-    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_rdma_conn *conn = make_conn(at);
 
-    pthread_mutex_lock(&conn->lock);
-    if (at == GFR_CONN_DISCONNECTING)
-        assert_int_equal(gfr_rdma_conn_set_state_locked(conn, at), 0);
-    for (size_t i = 1; at != GFR_CONN_DISCONNECTING && conn->state != at; i++)
-        assert_int_equal(gfr_rdma_conn_set_state_locked(conn, path[i]), 0);
-    pthread_mutex_unlock(&conn->lock);
     assert_int_equal(gfr_rdma_conn_state(conn), at);
     return conn;
 }
@@ -142,21 +112,21 @@ test_every_other_state_change_is_refused(void **state)
 static void
 test_a_completion_retires_the_sends_before_it(void **state)
 {
-    struct gfr_rdma_conn *conn = make_conn();
-    struct gfr_rdma_wr wr[3] = {
-        {.conn = conn, .slot = 5, .kind = GFR_WR_SEND},
-        {.conn = conn, .slot = 6, .kind = GFR_WR_SEND},
-        {.conn = conn, .slot = 7, .kind = GFR_WR_SEND},
-    };
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+    struct gfr_rdma_wr *wr[3];
+    uint32_t nfree = conn->nfree;
 
     (void)state;
-    for (int i = 0; i < 3; i++)
-        gfr_rdma_sq_push_locked(conn, &wr[i]);
-    assert_int_equal(gfr_rdma_sq_retire_locked(conn, &wr[2]), 2);
+    for (int i = 0; i < 3; i++) { /* three SENDs take their slots */
+        wr[i] = &conn->send_wr[conn->free_slots[--conn->nfree]];
+        gfr_rdma_sq_push_locked(conn, wr[i]);
+    }
+    assert_int_equal(gfr_rdma_sq_retire_locked(conn, wr[2]), 2);
     assert_int_equal(conn->sq_count, 0);
-    assert_int_equal(conn->nfree, 2);
-    assert_int_equal(conn->free_slots[0], 5);
-    assert_int_equal(conn->free_slots[1], 6);
+    /* the first two are free again; the completed one is its handler's */
+    assert_int_equal(conn->nfree, nfree - 1);
+    assert_int_equal(conn->free_slots[nfree - 3], wr[0]->slot);
+    assert_int_equal(conn->free_slots[nfree - 2], wr[1]->slot);
     free_conn(conn);
 }
 
@@ -166,7 +136,7 @@ test_a_completion_retires_the_sends_before_it(void **state)
 static void
 test_a_post_holds_a_reference_until_it_fails(void **state)
 {
-    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
     struct gfr_rdma_wr ctx = {.conn = conn, .kind = GFR_WR_SEND};
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)&ctx, .opcode = IBV_WR_SEND};
 

@@ -21,39 +21,16 @@
 #include <cmocka.h>
 
 #include "fake-verbs.h"
-#include "rdma-internal.h"
+#include "test-conn.h"
 
-static struct gfr_rdma engine;
-static struct gfr_rdma_dev dev;
 
-/* An established connection with 8 credits each way and 8 send slots
- * (set up by the engine's own gfr_rdma_conn_setup_send_side), with a peer
- * at peer (NULL: unknown). */
+/* An established connection with 8 credits each way and 8 send slots,
+ * with a peer at peer (NULL: unknown). */
 static struct gfr_rdma_conn *
 make_conn_with(const struct sockaddr *peer)
 {
-    struct gfr_rdma_conn *conn;
-
-    gfr_rdma_opts_init(&engine.opts);
-    pthread_mutex_init(&engine.lock, NULL);
-    CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_verbs_reset();
-    dev.max_inline = 0;
-    conn = gfr_rdma_conn_new(&engine, peer);
-    assert_non_null(conn);
-    conn->dev = &dev;
-    conn->qp = &fake_qp;
-    pthread_mutex_lock(&conn->lock);
-    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
-    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
-    pthread_mutex_unlock(&conn->lock);
-    conn->nsend = conn->nrecv = 8;
-    conn->agreed = (struct gfr_cm_params){.credits = 8, .inline_max = 8192,
-                                          .max_msg = 1 << 20, .max_segs = 16};
-    conn->limits = (struct gfr_wire_limits){.max_msg = 1 << 20, .max_segs = 16};
-    gfr_credits_init(&conn->credits, 8);
-    assert_int_equal(gfr_rdma_conn_setup_send_side(conn), 0);
-    return conn;
+    test_conn_reset();
+    return test_conn_new(peer, 8, GFR_CONN_ESTABLISHED);
 }
 
 static struct gfr_rdma_conn *
@@ -71,16 +48,7 @@ free_conn(struct gfr_rdma_conn *conn)
     for (unsigned b = 0; b < GFR_RDMA_XID_BUCKETS; b++)
         cds_list_for_each_entry(o, &conn->offers[b], link)
             o->done = NULL;
-    gfr_rdma_tx_release_all(conn);
-    gfr_rdma_offers_release_all(conn);
-    cds_list_del(&conn->link);
-    ibv_dereg_mr(conn->send_mr);
-    free(conn->send_buf);
-    free(conn->send_wr);
-    free(conn->free_slots);
-    free(conn->sq_ring);
-    pthread_mutex_destroy(&conn->lock);
-    free(conn);
+    test_conn_free(conn);
 }
 
 /* An offer of ours for xid awaiting a DONE and/or a reply with write_total

@@ -18,10 +18,8 @@
 #include <cmocka.h>
 
 #include "fake-verbs.h"
-#include "rdma-internal.h"
+#include "test-conn.h"
 
-static struct gfr_rdma engine;
-static struct gfr_rdma_dev dev;
 static unsigned finished_calls;
 static int finished_status;
 
@@ -38,36 +36,17 @@ finished(struct gfr_rdma_xfer *x, int status)
 static struct gfr_rdma_conn *
 make_conn(unsigned depth)
 {
-    struct gfr_rdma_conn *conn;
-
-    gfr_rdma_opts_init(&engine.opts);
-    engine.opts.rdma_depth = depth;
-    pthread_mutex_init(&engine.lock, NULL);
-    CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_verbs_reset();
-    conn = gfr_rdma_conn_new(&engine, NULL);
-    assert_non_null(conn);
-    conn->dev = &dev;
-    conn->qp = &fake_qp;
-    conn->sq_size = 16;
-    conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
-    assert_non_null(conn->sq_ring);
-    pthread_mutex_lock(&conn->lock);
-    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
-    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
-    pthread_mutex_unlock(&conn->lock);
+    test_conn_reset();
+    test_engine.opts.rdma_depth = depth;
     finished_calls = 0;
     finished_status = 1;
-    return conn;
+    return test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
 }
 
 static void
 free_conn(struct gfr_rdma_conn *conn)
 {
-    cds_list_del(&conn->link);
-    free(conn->sq_ring);
-    pthread_mutex_destroy(&conn->lock);
-    free(conn);
+    test_conn_free(conn);
 }
 
 /* A pull of n segments of 4 KiB, 4 KiB per operation, started. */

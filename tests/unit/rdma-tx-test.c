@@ -17,10 +17,8 @@
 #include <cmocka.h>
 
 #include "fake-verbs.h"
-#include "rdma-internal.h"
+#include "test-conn.h"
 
-static struct gfr_rdma engine;
-static struct gfr_rdma_dev dev;
 static unsigned done_calls;
 
 static void
@@ -36,42 +34,15 @@ done(void *cb_arg, int status)
 static struct gfr_rdma_conn *
 make_conn(uint32_t credits)
 {
-    struct gfr_rdma_conn *conn;
-
-    gfr_rdma_opts_init(&engine.opts);
-    pthread_mutex_init(&engine.lock, NULL);
-    CDS_INIT_LIST_HEAD(&engine.conns);
-    fake_verbs_reset();
-    conn = gfr_rdma_conn_new(&engine, NULL);
-    assert_non_null(conn);
-    conn->dev = &dev;
-    conn->qp = &fake_qp;
-    conn->nsend = conn->nrecv = credits;
-    conn->agreed = (struct gfr_cm_params){.credits = (uint16_t)credits, .inline_max = 8192,
-                                          .max_msg = 1 << 20, .max_segs = 16};
-    gfr_credits_init(&conn->credits, credits);
-    assert_int_equal(gfr_rdma_conn_setup_send_side(conn), 0);
-    pthread_mutex_lock(&conn->lock);
-    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING), 0);
-    assert_int_equal(gfr_rdma_conn_set_state_locked(conn, GFR_CONN_ESTABLISHED), 0);
-    pthread_mutex_unlock(&conn->lock);
+    test_conn_reset();
     done_calls = 0;
-    return conn;
+    return test_conn_new(NULL, credits, GFR_CONN_ESTABLISHED);
 }
 
 static void
 free_conn(struct gfr_rdma_conn *conn)
 {
-    gfr_rdma_tx_release_all(conn);
-    gfr_rdma_offers_release_all(conn);
-    cds_list_del(&conn->link);
-    ibv_dereg_mr(conn->send_mr);
-    free(conn->send_buf);
-    free(conn->send_wr);
-    free(conn->free_slots);
-    free(conn->sq_ring);
-    pthread_mutex_destroy(&conn->lock);
-    free(conn);
+    test_conn_free(conn);
 }
 
 /* The header of posted SEND i. */
