@@ -132,6 +132,10 @@ struct gfr_pool_stats {
     uint64_t queued;    /* submitted, not yet started */
     uint64_t wakeups;   /* futex wake-ups of sleeping workers */
     uint64_t threads_started;
+    /* A retiring worker leaves `threads` when it decides to exit, then
+     * runs thread_exit, then counts in threads_exited: the fields are read
+     * one by one, so threads_started - threads_exited can briefly exceed
+     * threads. */
     uint64_t threads_exited;
     uint64_t timers_fired;
     unsigned threads;

@@ -160,8 +160,11 @@ unschedule_head(struct gfr_sched *sched, int c, struct gfr_pool_client *client)
 
     if (node == CDS_WFCQ_WOULDBLOCK)
         return -1;
-    uatomic_set(&client->scheduled[c], 0);
-    cmm_smp_mb();
+    /* A full barrier on both sides: the dequeue and this consumer's reads
+     * of the client's jobs complete before a producer can see the flag
+     * clear (uatomic_set's plain store would let them pass it on weakly
+     * ordered CPUs), and the look at the jobs below follows the store. */
+    (void)uatomic_xchg(&client->scheduled[c], 0);
     if (!fifo_empty(&client->jobs[c])) {
         if (uatomic_xchg(&client->scheduled[c], 1) == 0)
             fifo_enqueue(&sched->ready[c], &client->ready_node[c]);
