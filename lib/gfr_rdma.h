@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "gfr_hist.h"
 #include "gfr_pool.h"
 #include "gfr_rdma_opts.h"
 
@@ -194,19 +195,116 @@ int gfr_rdma_conn_local_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr,
 int gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr,
                            socklen_t *len);
 
-/* Counters of one connection, for tests and statistics. */
+/* Counters of one connection, for tests and statistics.  Written under the
+ * connection's lock by the thread doing the work. */
 struct gfr_rdma_conn_stats {
     unsigned long sent;
     unsigned long received;
+    unsigned long bytes_sent;         /* SEND payloads, headers included */
+    unsigned long bytes_received;
     unsigned long queued_for_credits; /* sends that had to wait */
     unsigned long credit_updates;     /* CREDIT messages sent */
     unsigned long bulk_pulled;        /* bytes read from the peer */
     unsigned long bulk_pushed;        /* bytes written to the peer */
     unsigned long bulk_offered;       /* messages offered as a read list */
+    unsigned long rdma_reads;         /* RDMA READ operations posted */
+    unsigned long rdma_writes;        /* RDMA WRITE operations posted (bulk) */
     unsigned long registrations;      /* per-transfer memory registrations */
     unsigned long registration_ns;    /* time spent registering and deregistering */
+    unsigned long errors;             /* problems logged about the connection */
 };
 void gfr_rdma_conn_stats(struct gfr_rdma_conn *conn,
                          struct gfr_rdma_conn_stats *stats);
+
+/*
+ * The stages of an RPC that transport.rdma.latency-stats times (docs/
+ * engine.md, "Per-stage latency").  A call is a request (GFR_WIRE_MSG) and
+ * the reply with its xid.  The client's stages come first, then the
+ * server's; "owner" is the embedding program (GlusterFS).
+ */
+enum gfr_rdma_stage {
+    GFR_STAGE_REQ_QUEUE,      /* client: request submitted -> SEND posted */
+    GFR_STAGE_REQ_WIRE,       /* client: request posted -> its SEND completed (signaled ones) */
+    GFR_STAGE_RTT_POLLING,    /* client: request posted -> reply reaped, poller awake */
+    GFR_STAGE_RTT_SLEEPING,   /* client: the same, the poller was asleep */
+    GFR_STAGE_REPLY_PULL,     /* client: the reply's bulk pulled by RDMA READ */
+    GFR_STAGE_REPLY_DISPATCH, /* client: reply ready -> owner's callback entered */
+    GFR_STAGE_REPLY_OWNER,    /* client: in the owner's received callback */
+    GFR_STAGE_CALL,           /* client: request submitted -> reply handed to the owner */
+    GFR_STAGE_REQ_PULL,       /* server: the request's bulk pulled by RDMA READ */
+    GFR_STAGE_REQ_DISPATCH,   /* server: request ready -> owner's callback entered */
+    GFR_STAGE_REQ_OWNER,      /* server: in the owner's received callback */
+    GFR_STAGE_SERVE,          /* server: request handed -> reply submitted */
+    GFR_STAGE_REPLY_QUEUE,    /* server: reply submitted -> SEND posted (RDMA WRITE of its bulk included) */
+    GFR_STAGE_REPLY_WIRE,     /* server: reply posted -> its SEND completed (signaled ones) */
+    GFR_STAGE_COUNT
+};
+
+/* "req_queue", ...: the stage's name in statistics; NULL past the last. */
+const char *gfr_rdma_stage_name(enum gfr_rdma_stage stage);
+/* One line on what the stage measures. */
+const char *gfr_rdma_stage_about(enum gfr_rdma_stage stage);
+
+/* INET6_ADDRSTRLEN, ':' and five digits, in brackets for IPv6. */
+#define GFR_RDMA_ADDR_STR 56
+#define GFR_RDMA_ERROR_STR 160
+
+/* One connection, as a snapshot saw it. */
+struct gfr_rdma_conn_info {
+    char peer[GFR_RDMA_ADDR_STR];  /* "HOST:PORT", "" when unknown */
+    char local[GFR_RDMA_ADDR_STR];
+    const char *state;             /* "ESTABLISHED", ... (static) */
+    int is_server;                 /* accepted by a listener */
+    char device[64];               /* its device's name */
+    unsigned poller;               /* the poller its completions go to */
+    uint32_t credits_window;       /* negotiated */
+    uint32_t credits_ours;         /* messages we may still send */
+    uint32_t credits_theirs;       /* messages the peer may still send */
+    uint32_t queued;               /* messages waiting for a credit or a slot */
+    uint32_t offers;               /* our messages whose buffers the engine holds */
+    uint32_t rdma_inflight;        /* READs/WRITEs under way */
+    int reason;                    /* why it failed (negative errno), 0 */
+    struct gfr_rdma_conn_stats stats;
+    char last_error[GFR_RDMA_ERROR_STR]; /* the last problem logged, "" */
+};
+
+/* One CQ poller thread.  Its counters are its own, read without a lock. */
+struct gfr_rdma_poller_info {
+    char device[64];
+    unsigned index;
+    uint64_t polls;          /* ibv_poll_cq calls */
+    uint64_t completions;
+    uint64_t reaped_after_sleep; /* completions found by the first poll after a wake-up */
+    uint64_t sleeps;         /* times it armed the CQ and waited */
+    uint64_t wakeups;        /* of those, ended by a completion event */
+    uint64_t asleep_ns;      /* time spent waiting for an event */
+    uint64_t spin_ns;        /* time spent polling an empty CQ before sleeping */
+    uint64_t alive_ns;       /* since the thread started */
+    uint64_t window_ns;      /* adaptive: the current poll window */
+};
+
+/* What gfr_rdma_snapshot saw.  Owned by the caller: gfr_rdma_snapshot_free. */
+struct gfr_rdma_snapshot {
+    const char *poll_mode;
+    const char *dispatch;
+    int latency_stats;       /* the stages below are being recorded */
+    unsigned nconns;
+    struct gfr_rdma_conn_info *conns;
+    unsigned npollers;
+    struct gfr_rdma_poller_info *pollers;
+    uint64_t untraced;       /* calls whose stamps another call's took */
+    struct gfr_hist stage[GFR_STAGE_COUNT];
+};
+
+/*
+ * Takes a snapshot of an engine: its live connections, its pollers and the
+ * stage histograms.  It holds the engine's lock while it walks the
+ * connections (the CM thread waits meanwhile) and each connection's lock
+ * for the copy of its counters (a few hundred bytes); pollers, pool
+ * workers and submitters never wait for it otherwise.  Any thread but an
+ * engine's own.  0, -ENOMEM or -EINVAL.
+ */
+int gfr_rdma_snapshot(struct gfr_rdma *engine, struct gfr_rdma_snapshot **snap);
+void gfr_rdma_snapshot_free(struct gfr_rdma_snapshot *snap);
 
 #endif /* GFR_RDMA_H */

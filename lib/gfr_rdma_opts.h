@@ -29,6 +29,12 @@ enum gfr_receive_queue {
     GFR_RQ_PER_CONN, /* buffers of its own, on its own QP */
 };
 
+/* Whether the engine times the stages of each call (rdma-trace.c). */
+enum gfr_latency_stats {
+    GFR_LATENCY_STATS_OFF,
+    GFR_LATENCY_STATS_ON,
+};
+
 struct gfr_rdma_opts {
     enum gfr_poll_mode poll_mode;
     uint32_t spin_us;         /* adaptive: the shortest poll before sleeping */
@@ -49,6 +55,7 @@ struct gfr_rdma_opts {
     uint8_t port;             /* device port, 1-based */
     int32_t gid_index;        /* -1: chosen by the CM */
     char device[64];          /* "": the device the CM resolves */
+    enum gfr_latency_stats latency_stats;
 };
 
 /* What one option accepts: a row of the engine's option table, the one
@@ -78,14 +85,15 @@ const struct gfr_rdma_opt_info *gfr_rdma_opt_info(size_t i);
 /* Fills every option's default from the table: adaptive, 50..2000 us,
  * 1 poller, pool, srq, 64 credits, 8 KiB inline, 4 MiB messages, 1 MiB
  * segments, depth 4, connect 5 s, keepalive 10 s, timeout 17, retry 7,
- * rnr 7, port 1, gid -1, no device. */
+ * rnr 7, port 1, gid -1, no device, latency-stats on. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
  * Sets one option from its text form: key is one of poll-mode, spin-us,
  * spin-max-us, pollers, dispatch, receive-queue, credits, inline-max,
  * max-msg, segment-size, rdma-depth, connect-timeout-ms, keepalive-ms,
- * qp-timeout, retry-count, rnr-retry, port, gid-index, device.  Sizes accept K, M suffixes (powers of 1024).
+ * qp-timeout, retry-count, rnr-retry, port, gid-index, device,
+ * latency-stats.  Sizes accept K, M suffixes (powers of 1024).
  * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why
  * (if not NULL) gets a sentence naming the key and the accepted values.
  */

@@ -72,7 +72,7 @@ cq_entries(const struct gfr_rdma_conn *conn)
  * refused with a message that names both.  -ENODEV or 0.
  */
 static int
-check_placement(const struct gfr_rdma_conn *conn)
+check_placement(struct gfr_rdma_conn *conn)
 {
     const struct gfr_rdma_opts *opts = &conn->engine->opts;
     const char *name = ibv_get_device_name(conn->id->verbs->device);
@@ -351,6 +351,9 @@ gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stat
     pthread_mutex_lock(&conn->lock);
     *stats = conn->stats;
     pthread_mutex_unlock(&conn->lock);
+    pthread_mutex_lock(&conn->engine->note_lock);
+    stats->errors = conn->nerrors;
+    pthread_mutex_unlock(&conn->engine->note_lock);
 }
 
 /* How long the adapter retries a work request before it fails it:

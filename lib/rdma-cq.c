@@ -40,7 +40,7 @@ log_unexpected_flush(struct gfr_rdma_conn *conn)
 }
 
 static void
-log_failed_wr(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx,
+log_failed_wr(struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx,
               const struct ibv_wc *wc)
 {
     if (wc->status != IBV_WC_WR_FLUSH_ERR)

@@ -33,14 +33,24 @@
 #define POLL_BATCH 32
 #define CQ_ENTRIES_WANTED 16384
 
+/* Adds to one of the poller's own counters (it is their only writer). */
+#define POLLER_ADD(p, field, n) CMM_STORE_SHARED((p)->field, (p)->field + (n))
+
 static int
 poll_once(struct gfr_rdma_poller *p)
 {
     struct ibv_wc wcs[POLL_BATCH];
     int n = ibv_poll_cq(p->cq, POLL_BATCH, wcs);
 
+    POLLER_ADD(p, st_polls, 1);
+    if (n <= 0)
+        return n;
+    POLLER_ADD(p, st_completions, (uint64_t)n);
+    if (p->woke)
+        POLLER_ADD(p, st_reaped_after_sleep, (uint64_t)n);
     for (int i = 0; i < n; i++)
         p->dev->engine->on_wc(p, &wcs[i]);
+    p->woke = 0;
     return n;
 }
 
@@ -48,14 +58,17 @@ poll_once(struct gfr_rdma_poller *p)
  * Sleeps on the completion channel.  The CQ is armed and polled once more
  * before sleeping, so a completion that arrived between the last empty poll
  * and the arming is not left waiting for the next one (perftest#137).
- * Wakes every 100 ms to notice `stopping`.
+ * Wakes every 100 ms to notice `stopping`.  The completions the next poll
+ * finds after an event count as reaped after a sleep (p->woke).
  */
 static void
 wait_for_event(struct gfr_rdma_poller *p)
 {
     struct pollfd pfd = {.fd = p->channel->fd, .events = POLLIN};
     struct ibv_cq *cq;
+    uint64_t start;
     void *ctx;
+    int ready;
 
     if (ibv_req_notify_cq(p->cq, 0) != 0) {
         gfr_rdma_log("poller %u: ibv_req_notify_cq failed: %s", p->index, strerror(errno));
@@ -63,10 +76,17 @@ wait_for_event(struct gfr_rdma_poller *p)
     }
     if (poll_once(p) > 0)
         return;
-    if (poll(&pfd, 1, 100) != 1)
+    POLLER_ADD(p, st_sleeps, 1);
+    start = gfr_now_ns();
+    ready = poll(&pfd, 1, 100);
+    POLLER_ADD(p, st_asleep_ns, gfr_now_ns() - start);
+    if (ready != 1)
         return;
-    if (ibv_get_cq_event(p->channel, &cq, &ctx) == 0)
+    if (ibv_get_cq_event(p->channel, &cq, &ctx) == 0) {
         ibv_ack_cq_events(cq, 1);
+        POLLER_ADD(p, st_wakeups, 1);
+        p->woke = 1;
+    }
 }
 
 /*
@@ -80,17 +100,22 @@ static int
 spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
 {
     uint64_t start = gfr_now_ns();
+    int found = 0;
 
     for (unsigned i = 1;; i++) {
-        if (poll_once(p) > 0)
-            return 1;
+        if (poll_once(p) > 0) {
+            found = 1;
+            break;
+        }
         caa_cpu_relax();
         if (i % 64 == 0) {
             if (gfr_now_ns() - start >= spin_ns)
-                return 0;
+                break;
             sched_yield();
         }
     }
+    POLLER_ADD(p, st_spin_ns, gfr_now_ns() - start);
+    return found;
 }
 
 /*
@@ -109,6 +134,7 @@ poller_main(void *arg)
 
     gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
                          (uint64_t)opts->spin_max_us * 1000);
+    CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
     urcu_memb_register_thread(); /* finds connections in the SRQ's table */
     while (!uatomic_read(&p->stopping)) {
         if (poll_once(p) > 0)
@@ -123,6 +149,7 @@ poller_main(void *arg)
                 break;
             wait_for_event(p);
             gfr_spin_window_slept(&window, gfr_now_ns() - start);
+            CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
             break;
         case GFR_POLL_EVENT:
             wait_for_event(p);
@@ -179,6 +206,7 @@ poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
                      "for poller %u: %s", name, cq_size, p->index, strerror(-err));
         return err;
     }
+    p->started_ns = gfr_now_ns();
     err = -pthread_create(&p->thread, NULL, poller_main, p);
     if (err) {
         gfr_rdma_log("%s: cannot start poller thread %u: %s", name, p->index,

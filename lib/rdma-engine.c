@@ -37,7 +37,7 @@ reap_all(struct gfr_rdma *engine)
 }
 
 static int
-reject_reason_to_errno(const struct gfr_rdma_conn *conn, const struct rdma_cm_event *event)
+reject_reason_to_errno(struct gfr_rdma_conn *conn, const struct rdma_cm_event *event)
 {
     if (event->param.conn.private_data_len >= 1) {
         uint8_t why = *(const uint8_t *)event->param.conn.private_data;
@@ -609,7 +609,9 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     engine->opts = *opts;
     engine->on_wc = gfr_rdma_cq_complete;
     engine->pool = opts->dispatch == GFR_DISPATCH_POOL ? pool : NULL;
+    engine->trace = opts->latency_stats == GFR_LATENCY_STATS_ON;
     pthread_mutex_init(&engine->lock, NULL);
+    pthread_mutex_init(&engine->note_lock, NULL);
     CDS_INIT_LIST_HEAD(&engine->devices);
     CDS_INIT_LIST_HEAD(&engine->removed);
     CDS_INIT_LIST_HEAD(&engine->conns);
@@ -637,6 +639,8 @@ fail:
         rdma_destroy_event_channel(engine->channel);
     if (engine->wake_fd >= 0)
         close(engine->wake_fd);
+    pthread_mutex_destroy(&engine->note_lock);
+    pthread_mutex_destroy(&engine->lock);
     free(engine);
     return err;
 }
@@ -787,6 +791,7 @@ gfr_rdma_destroy(struct gfr_rdma *engine)
     rdma_destroy_event_channel(engine->channel);
     close(engine->wake_fd);
     pthread_cond_destroy(&engine->closed);
+    pthread_mutex_destroy(&engine->note_lock);
     pthread_mutex_destroy(&engine->lock);
     free(engine);
 }

@@ -68,6 +68,11 @@ struct gfr_rdma_wr {
     uint8_t kind;                 /* enum gfr_wr_kind */
     struct gfr_rdma_offer *offer; /* SEND: released when it completes */
     struct gfr_rdma_xfer *xfer;   /* RDMA */
+    /* SEND of a traced data message: when it was posted and the stage its
+     * completion ends (rdma-trace.c), 0 / GFR_STAGE_COUNT: none.  Under
+     * conn->lock. */
+    uint64_t trace_posted_ns;
+    uint8_t trace_stage;
 };
 
 #define GFR_PBUF_CLASSES 4
@@ -99,6 +104,14 @@ struct gfr_rdma_poller {
     unsigned pbuf_nfree[GFR_PBUF_CLASSES];
     struct __cds_wfcq_head pbuf_returns_head;
     struct cds_wfcq_tail pbuf_returns_tail;
+    /* Statistics: written by the poller thread alone (CMM_STORE_SHARED),
+     * read by snapshots (CMM_LOAD_SHARED); see gfr_rdma_poller_info. */
+    uint64_t st_polls, st_completions, st_reaped_after_sleep;
+    uint64_t st_sleeps, st_wakeups, st_asleep_ns, st_spin_ns, st_window_ns;
+    uint64_t started_ns;
+    int woke; /* the poller thread's own (read by its completion handlers):
+               * its last wait ended by an event and no poll has found a
+               * completion since */
 };
 
 /* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's
@@ -282,6 +295,17 @@ enum gfr_cm_ctx_kind {
 /* INET6_ADDRSTRLEN, " port " and five digits. */
 #define GFR_RDMA_PEER_NAME_MAX (46 + 6 + 5 + 1)
 
+/* The stamps of one call, kept by xid while it is under way (rdma-trace.c):
+ * out: our request, from submission to its reply; in: the peer's request,
+ * from its hand-over to our reply.  Under conn->lock. */
+#define GFR_RDMA_TRACE_CALLS 64
+struct gfr_rdma_trace_call {
+    uint32_t xid;
+    uint32_t live;
+    uint64_t start_ns;  /* out: submitted; in: handed to the owner */
+    uint64_t posted_ns; /* out: its SEND posted, 0: not yet */
+};
+
 struct gfr_rdma_conn {
     enum gfr_cm_ctx_kind kind;
     struct gfr_rdma *engine;
@@ -347,6 +371,12 @@ struct gfr_rdma_conn {
      * connection is visible to another thread, read-only after. */
     char peer_name[GFR_RDMA_PEER_NAME_MAX];
     struct gfr_pool_client *pool_client; /* dispatch=pool */
+    struct gfr_rdma_trace_call trace_out[GFR_RDMA_TRACE_CALLS];
+    struct gfr_rdma_trace_call trace_in[GFR_RDMA_TRACE_CALLS];
+    /* The problems logged about it and the last one (rdma-log.c), under
+     * engine->note_lock. */
+    unsigned long nerrors;
+    char last_error[GFR_RDMA_ERROR_STR];
     int finalized; /* verbs resources gone; under engine->lock */
     int released;  /* the owner let go; under engine->lock */
 };
@@ -363,12 +393,15 @@ struct gfr_rdma_conn {
  *   CHECKED -> RELEASED     a CREDIT, DONE or ERROR, handled; or refused
  *   PULLING -> DONE_SENT    all pulled: DONE queued for the peer
  *   PULLING -> RELEASED     the pull failed or the connection ended
- *   DONE_SENT -> DELIVERING handed to the owner
- *   DELIVERING -> RELEASED  the owner's received callback has returned
+ *   DONE_SENT -> DELIVERING on its way to the owner
+ *   DELIVERING -> OWNED     the owner's received callback is running (a
+ *                           pool job started, or the poller called it)
+ *   DELIVERING -> RELEASED  a destroyed pool cancelled its job
+ *   OWNED -> RELEASED       the owner's received callback has returned
  *
  * Who holds it: the poller until DELIVERING, then the pool worker running
  * its job (dispatch=pool) or still the poller; a cancelled pull ends on
- * the CM thread.
+ * the CM thread.  Every step is a trace point (rdma-trace.c).
  */
 enum gfr_rx_state {
     GFR_RX_RECEIVED,
@@ -376,6 +409,7 @@ enum gfr_rx_state {
     GFR_RX_PULLING,
     GFR_RX_DONE_SENT,
     GFR_RX_DELIVERING,
+    GFR_RX_OWNED,
     GFR_RX_RELEASED,
 };
 
@@ -385,6 +419,12 @@ enum gfr_rx_state {
 struct gfr_rdma_rxmsg {
     enum gfr_rx_state state;
     struct gfr_rdma_conn *conn;
+    /* Trace (rdma-trace.c): when it took its last step, 0: not traced;
+     * a reply's request's submission; whether its poller had slept. */
+    uint64_t stamp_ns;
+    uint64_t call_ns;
+    int after_sleep;
+    int data; /* a MSG or REPLY (not CREDIT, DONE, ERROR) */
     struct gfr_rdma_rx rx;
     struct gfr_rdma_pbuf *owned;
     struct gfr_rdma_offer *reply_to;
@@ -438,6 +478,12 @@ struct gfr_rdma {
     pthread_cond_t closed;        /* signalled when it has destroyed them */
     struct cds_list_head reap;
     struct cds_list_head dead; /* finalized, not yet released */
+    /* transport.rdma.latency-stats (rdma-trace.c): the stage histograms
+     * (atomic adds from any thread) and the calls they could not time. */
+    int trace;
+    struct gfr_hist stage[GFR_STAGE_COUNT];
+    unsigned long untraced; /* uatomic */
+    pthread_mutex_t note_lock; /* each connection's last_error */
 };
 
 /*
@@ -449,9 +495,16 @@ struct gfr_rdma {
 
 /* rdma-log.c: log messages (stderr until the embedding program sets its own) */
 void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
+void gfr_rdma_conn_log(struct gfr_rdma_conn *conn, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX]);
+
+/* rdma-trace.c: per-stage latency (transport.rdma.latency-stats) */
+void gfr_rdma_trace_submit_locked(struct gfr_rdma_conn *conn, uint32_t xid, int is_reply);
+void gfr_rdma_trace_posted_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
+                                  const uint8_t *msg);
+void gfr_rdma_trace_send_done_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
+void gfr_rdma_trace_rx(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to);
 
 /* rdma-mr.c: registering, deregistering and revoking a connection's MRs */
 int gfr_rdma_mr_register(struct gfr_rdma_conn *conn, void *addr, size_t len, int access,

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <netinet/in.h>
 #include <urcu/uatomic.h>
@@ -42,16 +43,26 @@ gfr_rdma_log(const char *fmt, ...)
 }
 
 /* A message about one connection, naming its peer: a server has many.
- * Any thread (peer_name is read-only once the connection is shared). */
+ * It is also the connection's last error in statistics, and counts in
+ * its errors.  Any thread, with or without conn->lock (peer_name is
+ * read-only once the connection is shared; last_error is under
+ * engine->note_lock, taken by nothing else while it is held). */
 void
-gfr_rdma_conn_log(const struct gfr_rdma_conn *conn, const char *fmt, ...)
+gfr_rdma_conn_log(struct gfr_rdma_conn *conn, const char *fmt, ...)
 {
     char msg[448];
+    size_t len;
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    pthread_mutex_lock(&conn->engine->note_lock);
+    len = strnlen(msg, sizeof(conn->last_error) - 1); /* statistics keep its start */
+    memcpy(conn->last_error, msg, len);
+    conn->last_error[len] = '\0';
+    conn->nerrors++;
+    pthread_mutex_unlock(&conn->engine->note_lock);
     gfr_rdma_log("connection with %s: %s", conn->peer_name, msg);
 }
 

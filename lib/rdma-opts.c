@@ -17,6 +17,7 @@
 static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
 static const char *const dispatch_names[] = {"pool", "inline", NULL};
 static const char *const rq_names[] = {"srq", "per-connection", NULL};
+static const char *const off_on_names[] = {"off", "on", NULL};
 
 /* A table row: what the option accepts, and where it is stored. */
 struct opt_desc {
@@ -28,7 +29,7 @@ struct opt_desc {
 /* store() and load() handle 1- and 4-byte fields; choices are stored into
  * enums. */
 _Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4 &&
-                   sizeof(enum gfr_receive_queue) == 4,
+                   sizeof(enum gfr_receive_queue) == 4 && sizeof(enum gfr_latency_stats) == 4,
                "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
@@ -55,6 +56,7 @@ static const struct opt_desc descs[] = {
     NUMBER("port", GFR_OPT_UINT, 1, 255, "1", port),
     NUMBER("gid-index", GFR_OPT_INT, -1, 255, "-1", gid_index),
     {{"device", GFR_OPT_NAME, 0, 0, NULL, NULL}, FIELD(device)},
+    CHOICE("latency-stats", off_on_names, "on", latency_stats),
 };
 
 #define NDESCS (sizeof(descs) / sizeof(descs[0]))

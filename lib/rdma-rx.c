@@ -28,14 +28,16 @@ static const unsigned rx_next[] = {
     [GFR_RX_CHECKED] = TO(GFR_RX_PULLING) | TO(GFR_RX_DELIVERING) | TO(GFR_RX_RELEASED),
     [GFR_RX_PULLING] = TO(GFR_RX_DONE_SENT) | TO(GFR_RX_RELEASED),
     [GFR_RX_DONE_SENT] = TO(GFR_RX_DELIVERING),
-    [GFR_RX_DELIVERING] = TO(GFR_RX_RELEASED),
+    [GFR_RX_DELIVERING] = TO(GFR_RX_OWNED) | TO(GFR_RX_RELEASED),
+    [GFR_RX_OWNED] = TO(GFR_RX_RELEASED),
     [GFR_RX_RELEASED] = 0,
 };
 
 static const char *const rx_state_names[] = {
     [GFR_RX_RECEIVED] = "RECEIVED",     [GFR_RX_CHECKED] = "CHECKED",
     [GFR_RX_PULLING] = "PULLING",       [GFR_RX_DONE_SENT] = "DONE_SENT",
-    [GFR_RX_DELIVERING] = "DELIVERING", [GFR_RX_RELEASED] = "RELEASED",
+    [GFR_RX_DELIVERING] = "DELIVERING", [GFR_RX_OWNED] = "OWNED",
+    [GFR_RX_RELEASED] = "RELEASED",
 };
 
 const char *
@@ -46,7 +48,7 @@ gfr_rdma_rx_state_str(enum gfr_rx_state state)
 
 /*
  * Moves a received message to its next stage: the only writer of
- * m->state, and the one place a trace of a message's stages can hook.  A
+ * m->state, and its trace point (gfr_rdma_trace_rx).  A
  * step enum gfr_rx_state does not allow is a bug: refused with -EINVAL
  * and logged, and --enable-debug builds stop.  The thread that holds the
  * message at that stage (enum gfr_rx_state); no lock needed.
@@ -63,6 +65,7 @@ gfr_rdma_rx_advance(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to)
 #endif
         return -EINVAL;
     }
+    gfr_rdma_trace_rx(m, to);
     m->state = to;
     return 0;
 }
@@ -90,8 +93,10 @@ run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
 
     (void)cb_arg;
     /* A pool being destroyed cancels: the message dies with the process. */
-    if (status == 0)
+    if (status == 0) {
+        gfr_rdma_rx_advance(&d->m, GFR_RX_OWNED);
         conn->ops->received(conn, &d->m.rx, conn->cb_arg);
+    }
     rx_release(&d->m, 0);
     free(d);
     gfr_rdma_conn_put(conn);
@@ -129,6 +134,7 @@ deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
             return;
         gfr_rdma_conn_put(conn);
     }
+    gfr_rdma_rx_advance(m, GFR_RX_OWNED);
     conn->ops->received(conn, &m->rx, conn->cb_arg);
     rx_release(m, 0);
     free(d);
@@ -311,17 +317,19 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
     pthread_mutex_lock(&conn->lock);
     open = conn->state == GFR_CONN_ESTABLISHED || conn->state == GFR_CONN_CONNECTING;
     if (open) {
+        conn->stats.bytes_received += wc->byte_len;
         err = gfr_wire_decode(buf, wc->byte_len, &conn->limits, &msg, &reason);
         if (!err)
             err = gfr_rdma_rx_accept_locked(conn, &msg, &plan, &reason);
     }
     if (open && !err) {
-        gfr_rdma_rx_advance(&m, GFR_RX_CHECKED);
         m.rx = (struct gfr_rdma_rx){.xid = msg.hdr.xid,
                                     .is_reply = msg.hdr.type == GFR_WIRE_REPLY,
                                     .head = msg.payload, .head_len = msg.hdr.inline_len,
                                     .written = msg.hdr.written};
+        m.data = is_data(&msg);
         m.reply_to = plan.reply_to;
+        gfr_rdma_rx_advance(&m, GFR_RX_CHECKED);
         if (msg.hdr.n_read) {
             if (pull_start_locked(conn, &msg, &m) == 0)
                 plan.pulling = 1;

@@ -302,6 +302,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
     inline_max = conn->agreed.inline_max;
     max_segs = conn->agreed.max_segs;
     err = conn->state == GFR_CONN_DISCONNECTING || !inline_max ? -ENOTCONN : 0;
+    if (!err)
+        gfr_rdma_trace_submit_locked(conn, msg->xid, msg->is_reply);
     if (!err && msg->is_reply)
         s.wl = gfr_rdma_peer_wl_take_locked(conn, msg->xid);
     if (!err && !copy && !msg->done && !msg->reply_cnt &&

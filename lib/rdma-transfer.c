@@ -79,6 +79,10 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         }
         x->inflight++;
         conn->rdma_inflight++;
+        if (x->is_pull)
+            conn->stats.rdma_reads++;
+        else
+            conn->stats.rdma_writes++;
         if (x->plan.left == 0) {
             cds_list_del(&x->link);
             x->state = GFR_XFER_DRAINING;

@@ -119,10 +119,12 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
         gfr_rdma_conn_log(conn, "ibv_post_send failed: %s", strerror(err));
         return -err;
     }
+    gfr_rdma_trace_posted_locked(conn, ctx, buf);
     if (buf[1] == GFR_WIRE_CREDIT)
         conn->stats.credit_updates++;
     else
         conn->stats.sent++;
+    conn->stats.bytes_sent += len;
     return 0;
 }
 
@@ -234,6 +236,8 @@ gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
     pthread_mutex_lock(&conn->lock);
     offer = ctx->offer;
     ctx->offer = NULL;
+    if (ok && ctx->kind == GFR_WR_SEND)
+        gfr_rdma_trace_send_done_locked(conn, ctx);
     retired = gfr_rdma_sq_retire_locked(conn, ctx);
     if (ctx->kind == GFR_WR_SEND)
         conn->free_slots[conn->nfree++] = ctx->slot;

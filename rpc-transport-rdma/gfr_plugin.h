@@ -7,7 +7,8 @@
  * (the process's engines, its worker pool and the log bridge),
  * plugin-conn.c (listen, accept, connect, disconnect, addresses),
  * plugin-rx.c (a received message handed to GlusterFS), plugin-tx.c
- * (submit_request and submit_reply), rdma.c (the exported symbols).
+ * (submit_request and submit_reply), plugin-stats.c (the statistics
+ * socket), rdma.c (the exported symbols).
  */
 #ifndef GFR_PLUGIN_H
 #define GFR_PLUGIN_H
@@ -32,7 +33,7 @@
 GLFS_MSGID(RPC_TRANS_RDMA, GFR_MSG_BAD_OPTION, GFR_MSG_ENGINE, GFR_MSG_LISTEN_FAILED,
            GFR_MSG_LISTENING, GFR_MSG_CONNECT_FAILED, GFR_MSG_DISCONNECTED,
            GFR_MSG_ACCEPT_FAILED, GFR_MSG_BAD_MESSAGE, GFR_MSG_SUBMIT_FAILED,
-           GFR_MSG_NO_MEMORY, GFR_MSG_UNKNOWN_XID, GFR_MSG_RECONFIGURE);
+           GFR_MSG_NO_MEMORY, GFR_MSG_UNKNOWN_XID, GFR_MSG_RECONFIGURE, GFR_MSG_STATS);
 
 /* What the volume options say (plugin-opts.c). */
 struct gfr_plugin_cfg {
@@ -101,6 +102,18 @@ void gfr_plugin_engine_ref(struct gfr_plugin_engine *engine);
 /* Drops a reference; the last one destroys the engine on a thread of its
  * own (engine and pool threads may drop it, and cannot join themselves). */
 void gfr_plugin_engine_put(struct gfr_plugin_engine *engine);
+/* Snapshots of every engine of the process (*snaps: an array of *n, the
+ * caller frees each and the array) and the pool's statistics (*have_pool
+ * 0 when there is no pool).  Holds a reference on each engine while it
+ * reads it, not engines_lock.  Not from an engine or pool thread.  0 or
+ * -ENOMEM. */
+int gfr_plugin_engines_snapshot(struct gfr_rdma_snapshot ***snaps, unsigned *n,
+                                struct gfr_pool_stats *pool_stats, int *have_pool);
+
+/* plugin-stats.c */
+/* Starts the process's statistics socket (once; later calls do nothing).
+ * A failure is logged and leaves the transport working. */
+void gfr_plugin_stats_start(void);
 
 /* plugin-conn.c */
 int32_t gfr_plugin_listen(rpc_transport_t *this);

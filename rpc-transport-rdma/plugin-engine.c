@@ -177,3 +177,50 @@ gfr_plugin_engine_put(struct gfr_plugin_engine *engine)
                "cannot start a thread to destroy an unused RDMA engine; it stays");
     }
 }
+
+int
+gfr_plugin_engines_snapshot(struct gfr_rdma_snapshot ***snapsp, unsigned *np,
+                            struct gfr_pool_stats *pool_stats, int *have_pool)
+{
+    struct gfr_plugin_engine **held;
+    struct gfr_rdma_snapshot **snaps;
+    unsigned n = 0, taken = 0;
+    int err = 0;
+
+    pthread_mutex_lock(&engines_lock);
+    for (struct gfr_plugin_engine *e = engines; e; e = e->next)
+        n++;
+    held = calloc(n ? n : 1, sizeof(*held));
+    snaps = calloc(n ? n : 1, sizeof(*snaps));
+    if (!held || !snaps) {
+        pthread_mutex_unlock(&engines_lock);
+        free(held);
+        free(snaps);
+        return -ENOMEM;
+    }
+    n = 0;
+    for (struct gfr_plugin_engine *e = engines; e; e = e->next) {
+        e->refs++;
+        held[n++] = e;
+    }
+    *have_pool = pool && gfr_pool_stats_get(pool, pool_stats) == 0;
+    pthread_mutex_unlock(&engines_lock);
+
+    for (unsigned i = 0; i < n; i++) {
+        if (!err)
+            err = gfr_rdma_snapshot(held[i]->rdma, &snaps[taken]);
+        if (!err)
+            taken++;
+        gfr_plugin_engine_put(held[i]);
+    }
+    free(held);
+    if (err) {
+        for (unsigned i = 0; i < taken; i++)
+            gfr_rdma_snapshot_free(snaps[i]);
+        free(snaps);
+        return err;
+    }
+    *snapsp = snaps;
+    *np = taken;
+    return 0;
+}

@@ -103,6 +103,10 @@ volume_option_t options[] = {
      .type = GF_OPTION_TYPE_STR,
      .description = "RDMA device connections must use (e.g. mlx5_0, rxe0); default: "
                     "the one the address resolves to."},
+    {.key = {"transport.rdma.latency-stats"}, .type = GF_OPTION_TYPE_STR,
+     .value = {"off", "on"}, .default_value = "on",
+     .description = "Time every call's stages in the transport (histograms that gfr-stat "
+                    "shows); off: no clock is read for them."},
     {.key = {NULL}},
 };
 

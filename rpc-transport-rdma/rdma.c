@@ -47,6 +47,7 @@ init(rpc_transport_t *this)
     pthread_mutex_init(&priv->lock, NULL);
     CDS_INIT_LIST_HEAD(&priv->offered);
     this->private = priv;
+    gfr_plugin_stats_start();
     return 0;
 }
 

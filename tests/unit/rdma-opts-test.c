@@ -151,7 +151,7 @@ poke(struct gfr_rdma_opts *o, const char *key, long long value)
         F("segment-size", segment_size), F("rdma-depth", rdma_depth),
         F("connect-timeout-ms", connect_timeout_ms), F("keepalive-ms", keepalive_ms),
         F("qp-timeout", qp_timeout), F("retry-count", retry_count), F("rnr-retry", rnr_retry),
-        F("port", port), F("gid-index", gid_index),
+        F("port", port), F("gid-index", gid_index), F("latency-stats", latency_stats),
 #undef F
     };
 
@@ -218,7 +218,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
         }
         n++;
     }
-    assert_int_equal(n, 18);
+    assert_int_equal(n, 19);
 }
 
 int

@@ -20,8 +20,13 @@ test_conn_reset(void)
 {
     fake_verbs_reset();
     gfr_rdma_opts_init(&test_engine.opts);
+    test_engine.trace = test_engine.opts.latency_stats == GFR_LATENCY_STATS_ON;
+    memset(test_engine.stage, 0, sizeof(test_engine.stage));
+    test_engine.untraced = 0;
     pthread_mutex_init(&test_engine.lock, NULL);
+    pthread_mutex_init(&test_engine.note_lock, NULL);
     CDS_INIT_LIST_HEAD(&test_engine.conns);
+    CDS_INIT_LIST_HEAD(&test_engine.devices);
     memset(&test_dev, 0, sizeof(test_dev));
     test_dev.engine = &test_engine;
     test_dev.verbs = &fake_ctx;

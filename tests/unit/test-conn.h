@@ -16,8 +16,8 @@
 extern struct gfr_rdma test_engine;
 extern struct gfr_rdma_dev test_dev;
 
-/* Resets fake-verbs.c, test_engine's options to the defaults and
- * test_dev. */
+/* Resets fake-verbs.c, test_engine's options to the defaults (latency
+ * statistics on, histograms empty) and test_dev. */
 void test_conn_reset(void);
 
 /* A connection to peer (NULL: unknown) with credits credits each way and

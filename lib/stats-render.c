@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Statistics as JSON and as tables (gfr_stats_render.h).  Every string
+ * that comes from outside (addresses, error messages, the process name)
+ * goes through json_str, so the JSON always parses.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "gfr_clock.h"
+#include "gfr_stats_render.h"
+
+/* A JSON string literal of s. */
+static void
+json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void
+json_hist(FILE *out, const struct gfr_hist *h)
+{
+    int first = 1;
+
+    fprintf(out, "\"count\":%" PRIu64 ",\"sum_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64
+                 ",\"mean_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64
+                 ",\"p999_ns\":%" PRIu64 ",\"buckets\":[",
+            h->count, h->sum_ns, h->max_ns, gfr_hist_mean(h), gfr_hist_percentile(h, 0.5),
+            gfr_hist_percentile(h, 0.99), gfr_hist_percentile(h, 0.999));
+    for (unsigned b = 0; b < GFR_HIST_BUCKETS; b++) {
+        if (!h->bucket[b])
+            continue;
+        fprintf(out, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", gfr_hist_bucket_low(b),
+                h->bucket[b]);
+        first = 0;
+    }
+    fputc(']', out);
+}
+
+static void
+json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
+{
+    const struct gfr_rdma_conn_stats *s = &c->stats;
+
+    fputs("{\"peer\":", out);
+    json_str(out, c->peer);
+    fputs(",\"local\":", out);
+    json_str(out, c->local);
+    fprintf(out, ",\"role\":\"%s\",\"state\":", c->is_server ? "server" : "client");
+    json_str(out, c->state);
+    fputs(",\"device\":", out);
+    json_str(out, c->device);
+    fprintf(out,
+            ",\"poller\":%u,\"credits\":{\"window\":%u,\"ours\":%u,\"theirs\":%u}"
+            ",\"queued\":%u,\"offers\":%u,\"rdma_inflight\":%u"
+            ",\"messages\":{\"sent\":%lu,\"received\":%lu,\"credit_updates\":%lu,"
+            "\"waited_for_credits\":%lu}"
+            ",\"bytes\":{\"sent\":%lu,\"received\":%lu,\"pulled\":%lu,\"pushed\":%lu}"
+            ",\"rdma\":{\"reads\":%lu,\"writes\":%lu,\"offered\":%lu}"
+            ",\"registrations\":{\"count\":%lu,\"ns\":%lu}"
+            ",\"errors\":{\"count\":%lu,\"reason\":%d,\"last\":",
+            c->poller, c->credits_window, c->credits_ours, c->credits_theirs, c->queued,
+            c->offers, c->rdma_inflight, s->sent, s->received, s->credit_updates,
+            s->queued_for_credits, s->bytes_sent, s->bytes_received, s->bulk_pulled,
+            s->bulk_pushed, s->rdma_reads, s->rdma_writes, s->bulk_offered, s->registrations,
+            s->registration_ns, s->errors, c->reason);
+    json_str(out, c->last_error);
+    fputs("}}", out);
+}
+
+static void
+json_poller(FILE *out, const struct gfr_rdma_poller_info *p)
+{
+    fputs("{\"device\":", out);
+    json_str(out, p->device);
+    fprintf(out,
+            ",\"index\":%u,\"polls\":%" PRIu64 ",\"completions\":%" PRIu64
+            ",\"reaped_after_sleep\":%" PRIu64 ",\"sleeps\":%" PRIu64 ",\"wakeups\":%" PRIu64
+            ",\"asleep_ns\":%" PRIu64 ",\"spin_ns\":%" PRIu64 ",\"alive_ns\":%" PRIu64
+            ",\"window_ns\":%" PRIu64 "}",
+            p->index, p->polls, p->completions, p->reaped_after_sleep, p->sleeps, p->wakeups,
+            p->asleep_ns, p->spin_ns, p->alive_ns, p->window_ns);
+}
+
+static void
+json_engine(FILE *out, const struct gfr_rdma_snapshot *e)
+{
+    fprintf(out, "{\"poll_mode\":\"%s\",\"dispatch\":\"%s\",\"latency_stats\":%s,\"connections\":[",
+            e->poll_mode, e->dispatch, e->latency_stats ? "true" : "false");
+    for (unsigned i = 0; i < e->nconns; i++) {
+        fputs(i ? "," : "", out);
+        json_conn(out, &e->conns[i]);
+    }
+    fputs("],\"pollers\":[", out);
+    for (unsigned i = 0; i < e->npollers; i++) {
+        fputs(i ? "," : "", out);
+        json_poller(out, &e->pollers[i]);
+    }
+    fprintf(out, "],\"untraced_calls\":%" PRIu64 ",\"stages\":[", e->untraced);
+    for (int s = 0; s < GFR_STAGE_COUNT; s++) {
+        fprintf(out, "%s{\"name\":\"%s\",\"about\":", s ? "," : "", gfr_rdma_stage_name(s));
+        json_str(out, gfr_rdma_stage_about(s));
+        fputc(',', out);
+        json_hist(out, &e->stage[s]);
+        fputc('}', out);
+    }
+    fputs("]}", out);
+}
+
+/* The pool's time in queue, as a histogram of its own log2 buckets. */
+static void
+json_pool(FILE *out, const struct gfr_pool_stats *p)
+{
+    int first = 1;
+
+    fprintf(out,
+            "{\"threads\":%u,\"peak_threads\":%u,\"running\":%u,\"sleeping\":%u,"
+            "\"spinning\":%u,\"blocked\":%u,\"submitted\":%" PRIu64 ",\"executed\":%" PRIu64
+            ",\"cancelled\":%" PRIu64 ",\"queued\":%" PRIu64 ",\"wakeups\":%" PRIu64
+            ",\"threads_started\":%" PRIu64 ",\"threads_exited\":%" PRIu64
+            ",\"queue_ns\":{\"sample\":%u,\"p50_below\":%" PRIu64 ",\"p99_below\":%" PRIu64
+            ",\"p999_below\":%" PRIu64 ",\"buckets\":[",
+            p->threads, p->peak_threads, p->running, p->sleeping, p->spinning, p->blocked,
+            p->submitted, p->executed, p->cancelled, p->queued, p->wakeups, p->threads_started,
+            p->threads_exited, GFR_POOL_HIST_SAMPLE, gfr_pool_stats_queue_ns(p, 0.5),
+            gfr_pool_stats_queue_ns(p, 0.99), gfr_pool_stats_queue_ns(p, 0.999));
+    for (int b = 0; b < GFR_POOL_HIST_BUCKETS; b++) {
+        if (!p->queue_ns_hist[b])
+            continue;
+        fprintf(out, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",",
+                b ? (uint64_t)1 << (b - 1) : 0, p->queue_ns_hist[b]);
+        first = 0;
+    }
+    fputs("]}}", out);
+}
+
+int
+gfr_stats_render_json(FILE *out, const struct gfr_stats_view *v)
+{
+    fputs("{\"process\":", out);
+    json_str(out, v->process);
+    fprintf(out, ",\"pid\":%ld,\"time_ns\":%" PRIu64 ",\"engines\":[", (long)v->pid,
+            gfr_now_ns());
+    for (unsigned i = 0; i < v->nengines; i++) {
+        fputs(i ? "," : "", out);
+        json_engine(out, v->engines[i]);
+    }
+    fputs("],\"pool\":", out);
+    if (v->pool)
+        json_pool(out, v->pool);
+    else
+        fputs("null", out);
+    fputs("}\n", out);
+    return ferror(out) ? -EIO : 0;
+}
+
+/* ns as microseconds with one decimal. */
+static double
+us(uint64_t ns)
+{
+    return (double)ns / 1000.0;
+}
+
+static double
+percent(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void
+table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
+{
+    fprintf(out, "\nengine %u: poll-mode %s, dispatch %s, latency-stats %s\n", n, e->poll_mode,
+            e->dispatch, e->latency_stats ? "on" : "off");
+    fprintf(out, "\nconnections: %u\n", e->nconns);
+    if (e->nconns)
+        fprintf(out, "  %-24s %-24s %-6s %-12s %-14s %6s %10s %10s %12s %12s %7s %7s %6s %9s %6s\n",
+                "peer", "local", "role", "state", "credits o/t/w", "queued", "sent", "received",
+                "bytes-out", "bytes-in", "reads", "writes", "regs", "reg-ms", "errors");
+    for (unsigned i = 0; i < e->nconns; i++) {
+        const struct gfr_rdma_conn_info *c = &e->conns[i];
+        char credits[40];
+
+        snprintf(credits, sizeof(credits), "%u/%u/%u", c->credits_ours, c->credits_theirs,
+                 c->credits_window);
+        fprintf(out, "  %-24s %-24s %-6s %-12s %-14s %6u %10lu %10lu %12lu %12lu %7lu %7lu %6lu "
+                     "%9.1f %6lu\n",
+                c->peer[0] ? c->peer : "-", c->local[0] ? c->local : "-",
+                c->is_server ? "server" : "client", c->state, credits, c->queued, c->stats.sent,
+                c->stats.received, c->stats.bytes_sent, c->stats.bytes_received,
+                c->stats.rdma_reads, c->stats.rdma_writes, c->stats.registrations,
+                (double)c->stats.registration_ns / 1e6, c->stats.errors);
+        if (c->last_error[0])
+            fprintf(out, "    last error: %s\n", c->last_error);
+    }
+    fprintf(out, "\npollers: %u\n", e->npollers);
+    if (e->npollers)
+        fprintf(out, "  %-10s %5s %12s %12s %12s %10s %10s %8s %8s %10s\n", "device", "index",
+                "polls", "completions", "after-sleep", "sleeps", "wakeups", "asleep%", "spin%",
+                "window-us");
+    for (unsigned i = 0; i < e->npollers; i++) {
+        const struct gfr_rdma_poller_info *p = &e->pollers[i];
+
+        fprintf(out, "  %-10s %5u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
+                     " %10" PRIu64 " %8.1f %8.1f %10.1f\n",
+                p->device, p->index, p->polls, p->completions, p->reaped_after_sleep, p->sleeps,
+                p->wakeups, percent(p->asleep_ns, p->alive_ns), percent(p->spin_ns, p->alive_ns),
+                us(p->window_ns));
+    }
+    fprintf(out, "\nstages (us)%s: untraced calls %" PRIu64 "\n",
+            e->latency_stats ? "" : " [latency-stats off]", e->untraced);
+    fprintf(out, "  %-15s %10s %10s %10s %10s %10s  %s\n", "stage", "count", "mean", "p50", "p99",
+            "p999", "what");
+    for (int s = 0; s < GFR_STAGE_COUNT; s++) {
+        const struct gfr_hist *h = &e->stage[s];
+
+        fprintf(out, "  %-15s %10" PRIu64 " %10.1f %10.1f %10.1f %10.1f  %s\n",
+                gfr_rdma_stage_name(s), h->count, us(gfr_hist_mean(h)),
+                us(gfr_hist_percentile(h, 0.5)), us(gfr_hist_percentile(h, 0.99)),
+                us(gfr_hist_percentile(h, 0.999)), gfr_rdma_stage_about(s));
+    }
+}
+
+int
+gfr_stats_render_table(FILE *out, const struct gfr_stats_view *v)
+{
+    const struct gfr_pool_stats *p = v->pool;
+
+    fprintf(out, "%s, pid %ld: %u engine%s\n", v->process, (long)v->pid, v->nengines,
+            v->nengines == 1 ? "" : "s");
+    for (unsigned i = 0; i < v->nengines; i++)
+        table_engine(out, i, v->engines[i]);
+    if (p) {
+        fprintf(out, "\npool: threads %u (peak %u): running %u, spinning %u, sleeping %u, "
+                     "blocked %u\n",
+                p->threads, p->peak_threads, p->running, p->spinning, p->sleeping, p->blocked);
+        fprintf(out, "  jobs: submitted %" PRIu64 ", run %" PRIu64 ", cancelled %" PRIu64
+                     ", queued %" PRIu64 "; worker wake-ups %" PRIu64 "\n",
+                p->submitted, p->executed, p->cancelled, p->queued, p->wakeups);
+        fprintf(out, "  time in queue (1 job in %u): p50 < %.1f us, p99 < %.1f us, "
+                     "p999 < %.1f us\n",
+                GFR_POOL_HIST_SAMPLE, us(gfr_pool_stats_queue_ns(p, 0.5)),
+                us(gfr_pool_stats_queue_ns(p, 0.99)), us(gfr_pool_stats_queue_ns(p, 0.999)));
+    }
+    return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The process's live statistics (docs/statistics.md): every process that
+ * loads rdma.so serves its engines' and its pool's statistics on
+ * /run/gluster/rdma/NAME.PID.sock (lib/stat-server.c), NAME being the
+ * program's (glusterfsd, glusterfs, glusterd, a gfapi program).  The
+ * server starts with the first transport and lives as long as the process
+ * (rdma.so is never unloaded: -z nodelete).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "gfr_plugin.h"
+#include "gfr_stat_server.h"
+#include "gfr_stats_render.h"
+
+static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
+static struct gfr_stat_server *server; /* set once, by stats_once */
+
+/* The stat server's render callback: on its thread, never an engine's. */
+static int
+render(FILE *out, enum gfr_stat_format format, void *cb_arg)
+{
+    struct gfr_rdma_snapshot **snaps = NULL;
+    struct gfr_pool_stats pool;
+    struct gfr_stats_view view = {.process = program_invocation_short_name,
+                                  .pid = getpid()};
+    int have_pool = 0;
+    int err;
+
+    (void)cb_arg;
+    err = gfr_plugin_engines_snapshot(&snaps, &view.nengines, &pool, &have_pool);
+    if (err)
+        return err;
+    view.engines = snaps;
+    view.pool = have_pool ? &pool : NULL;
+    err = format == GFR_STAT_JSON ? gfr_stats_render_json(out, &view)
+                                  : gfr_stats_render_table(out, &view);
+    for (unsigned i = 0; i < view.nengines; i++)
+        gfr_rdma_snapshot_free(snaps[i]);
+    free(snaps);
+    return err;
+}
+
+static void
+start(void)
+{
+    char why[256];
+    int err = gfr_stat_server_start(gfr_stat_dir(), program_invocation_short_name, render,
+                                    NULL, &server, why, sizeof(why));
+
+    if (err)
+        gf_msg(GFR_PLUGIN_DOMAIN, GF_LOG_WARNING, -err, GFR_MSG_STATS,
+               "no live statistics for gfr-stat: %s", why);
+    else
+        gf_msg(GFR_PLUGIN_DOMAIN, GF_LOG_INFO, 0, GFR_MSG_STATS,
+               "live statistics on %s (gfr-stat %ld)", gfr_stat_server_path(server),
+               (long)getpid());
+}
+
+void
+gfr_plugin_stats_start(void)
+{
+    pthread_once(&stats_once, start);
+}

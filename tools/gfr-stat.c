@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gfr-stat: the live statistics of the processes that run rdma.so
+ * (docs/statistics.md).
+ *
+ *   gfr-stat                      the processes serving statistics
+ *   gfr-stat PID|NAME             their tables
+ *   gfr-stat --json PID|NAME      one JSON object
+ *   gfr-stat --watch N PID|NAME   again every N seconds
+ *
+ * It reads $GFR_STAT_DIR (default /run/gluster/rdma), where each process
+ * serves NAME.PID.sock (lib/stat-server.c).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gfr_stat_server.h"
+
+#define MAX_PROCS 256
+
+struct proc {
+    char name[128];
+    long pid;
+    int alive;
+    char path[PATH_MAX];
+};
+
+static void
+usage(FILE *out)
+{
+    fprintf(out, "usage: gfr-stat [--json] [--watch SECONDS] [PID|NAME]\n"
+                 "  without PID or NAME: list the processes serving RDMA statistics\n"
+                 "  --json         print one JSON object instead of tables\n"
+                 "  --watch N      print again every N seconds (1-3600)\n"
+                 "statistics sockets are read from %s ($GFR_STAT_DIR)\n",
+            gfr_stat_dir());
+}
+
+/* The processes with a socket in dir: their count, or -errno. */
+static int
+find_procs(const char *dir, struct proc *procs, int max)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -errno;
+    while ((e = readdir(d)) && n < max) {
+        struct proc *p = &procs[n];
+
+        if (gfr_stat_parse_name(e->d_name, p->name, sizeof(p->name), &p->pid) != 0)
+            continue;
+        if (snprintf(p->path, sizeof(p->path), "%s/%s", dir, e->d_name) >= (int)sizeof(p->path))
+            continue;
+        p->alive = kill((pid_t)p->pid, 0) == 0 || errno == EPERM;
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static int
+list_procs(const char *dir)
+{
+    struct proc procs[MAX_PROCS];
+    int n = find_procs(dir, procs, MAX_PROCS);
+
+    if (n == -ENOENT) {
+        printf("no process serves RDMA statistics (%s does not exist)\n", dir);
+        return 0;
+    }
+    if (n < 0) {
+        fprintf(stderr, "gfr-stat: cannot read %s: %s\n", dir, strerror(-n));
+        return 1;
+    }
+    if (n == 0) {
+        printf("no process serves RDMA statistics in %s\n", dir);
+        return 0;
+    }
+    printf("%-8s %-20s %s\n", "PID", "NAME", "SOCKET");
+    for (int i = 0; i < n; i++)
+        printf("%-8ld %-20s %s%s\n", procs[i].pid, procs[i].name, procs[i].path,
+               procs[i].alive ? "" : " (process gone)");
+    return 0;
+}
+
+/* The one live process that `which` (a pid or a name) names. */
+static int
+pick(const char *dir, const char *which, struct proc *out)
+{
+    struct proc procs[MAX_PROCS];
+    int n = find_procs(dir, procs, MAX_PROCS);
+    char *end;
+    long pid = strtol(which, &end, 10);
+    int by_pid = *which && !*end;
+    int found = 0;
+
+    if (n < 0) {
+        fprintf(stderr, "gfr-stat: cannot read %s: %s\n", dir, strerror(-n));
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!procs[i].alive || (by_pid ? procs[i].pid != pid : strcmp(procs[i].name, which)))
+            continue;
+        if (found++)
+            continue;
+        *out = procs[i];
+    }
+    if (found == 1)
+        return 0;
+    if (!found)
+        fprintf(stderr, "gfr-stat: no running process %s %s serves RDMA statistics in %s "
+                        "(gfr-stat without arguments lists them)\n",
+                by_pid ? "with pid" : "named", which, dir);
+    else
+        fprintf(stderr, "gfr-stat: %d processes are named %s: give one's pid (gfr-stat lists "
+                        "them)\n",
+                found, which);
+    return -1;
+}
+
+/* Asks p for its statistics and copies the answer to stdout: 0, or 1. */
+static int
+query(const struct proc *p, int json)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    const char *request = json ? "json\n" : "table\n";
+    char buf[65536];
+    ssize_t n;
+    int fd, got = 0;
+
+    if (strlen(p->path) >= sizeof(addr.sun_path)) {
+        fprintf(stderr, "gfr-stat: %s: path too long for a unix socket\n", p->path);
+        return 1;
+    }
+    strcpy(addr.sun_path, p->path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        int err = errno;
+
+        if (err == EACCES || err == EPERM)
+            fprintf(stderr, "gfr-stat: %s: permission denied: the RDMA statistics are "
+                            "root's only (run gfr-stat as root)\n",
+                    p->path);
+        else
+            fprintf(stderr, "gfr-stat: cannot connect to %s (%s, pid %ld): %s\n", p->path,
+                    p->name, p->pid, strerror(err));
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    if (send(fd, request, strlen(request), MSG_NOSIGNAL) != (ssize_t)strlen(request)) {
+        fprintf(stderr, "gfr-stat: cannot send to %s: %s\n", p->path, strerror(errno));
+        close(fd);
+        return 1;
+    }
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        if (!got && n >= 6 && strncmp(buf, "error:", 6) == 0) {
+            fprintf(stderr, "gfr-stat: %s (pid %ld) answered: %.*s", p->name, p->pid, (int)n,
+                    buf);
+            close(fd);
+            return 1;
+        }
+        fwrite(buf, 1, (size_t)n, stdout);
+        got = 1;
+    }
+    close(fd);
+    if (n < 0 || !got) {
+        fprintf(stderr, "gfr-stat: %s (pid %ld) closed without statistics%s%s\n", p->name,
+                p->pid, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+        return 1;
+    }
+    fflush(stdout);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"watch", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dir = gfr_stat_dir();
+    long watch = 0;
+    int json = 0, c;
+    struct proc p;
+
+    while ((c = getopt_long(argc, argv, "jw:h", longopts, NULL)) != -1) {
+        char *end;
+
+        switch (c) {
+        case 'j':
+            json = 1;
+            break;
+        case 'w':
+            watch = strtol(optarg, &end, 10);
+            if (*end || watch < 1 || watch > 3600) {
+                fprintf(stderr, "gfr-stat: --watch '%s': give whole seconds from 1 to 3600\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind == argc) {
+        if (json || watch) {
+            fprintf(stderr, "gfr-stat: --json and --watch need a PID or NAME\n");
+            return 2;
+        }
+        return list_procs(dir);
+    }
+    if (optind + 1 != argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (pick(dir, argv[optind], &p) != 0)
+        return 1;
+    for (;;) {
+        if (watch && !json)
+            fputs("\033[H\033[2J", stdout);
+        if (query(&p, json) != 0)
+            return 1;
+        if (!watch)
+            return 0;
+        sleep((unsigned)watch);
+    }
+}
