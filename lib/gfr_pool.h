@@ -79,6 +79,7 @@ struct gfr_pool_job {
     void *cb_arg;
     uint64_t enqueued_ns; /* sampled jobs only, else 0 */
     uint8_t state;        /* enum gfr_pool_job_state */
+    uint8_t prio;         /* its class, from its submission */
 };
 
 /* A timer fires (status 0) or is cancelled by destroy (status -ECANCELED) on
@@ -130,6 +131,7 @@ struct gfr_pool_stats {
     uint64_t executed;  /* callbacks run with status 0 */
     uint64_t cancelled; /* callbacks run with -ECANCELED */
     uint64_t queued;    /* submitted, not yet started */
+    uint64_t queued_by_prio[GFR_POOL_NR_PRIO]; /* the same, per class */
     uint64_t wakeups;   /* futex wake-ups of sleeping workers */
     uint64_t threads_started;
     /* A retiring worker leaves `threads` when it decides to exit, then

@@ -29,13 +29,13 @@
 
 struct gfr_pool_stripe {
     uint64_t entered;   /* submits that passed into the pool */
-    uint64_t submitted; /* of those, submits that finished */
+    uint64_t submitted[GFR_POOL_NR_PRIO]; /* of those, submits that finished */
 } __attribute__((aligned(CAA_CACHE_LINE_SIZE)));
 
 
 
 struct gfr_pool_worker_counts {
-    uint64_t started; /* jobs taken from the scheduler */
+    uint64_t started[GFR_POOL_NR_PRIO]; /* jobs taken from the scheduler */
     uint64_t executed;
     uint64_t cancelled;
     uint64_t timers_fired;

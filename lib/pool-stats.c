@@ -26,7 +26,8 @@ void
 gfr_pool_counts_add(struct gfr_pool_worker_counts *sum,
                     const struct gfr_pool_worker_counts *counts)
 {
-    sum->started += CMM_LOAD_SHARED(counts->started);
+    for (int p = 0; p < GFR_POOL_NR_PRIO; p++)
+        sum->started[p] += CMM_LOAD_SHARED(counts->started[p]);
     sum->executed += CMM_LOAD_SHARED(counts->executed);
     sum->cancelled += CMM_LOAD_SHARED(counts->cancelled);
     sum->timers_fired += CMM_LOAD_SHARED(counts->timers_fired);
@@ -37,6 +38,7 @@ gfr_pool_counts_add(struct gfr_pool_worker_counts *sum,
 int
 gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats)
 {
+    uint64_t submitted[GFR_POOL_NR_PRIO] = {0};
     struct gfr_pool_worker_counts sum;
     struct gfr_pool_worker *worker;
 
@@ -44,7 +46,8 @@ gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats)
         return -EINVAL;
     memset(stats, 0, sizeof(*stats));
     for (int i = 0; i < GFR_POOL_STRIPES; i++)
-        stats->submitted += uatomic_read(&pool->stripes[i].submitted);
+        for (int p = 0; p < GFR_POOL_NR_PRIO; p++)
+            submitted[p] += uatomic_read(&pool->stripes[i].submitted[p]);
 
     pthread_mutex_lock(&pool->threads_lock);
     sum = pool->retired;
@@ -55,9 +58,14 @@ gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats)
     stats->executed = sum.executed;
     stats->cancelled = sum.cancelled;
     stats->timers_fired = sum.timers_fired;
-    stats->queued = stats->submitted > sum.started
-                        ? stats->submitted - sum.started
-                        : 0;
+    for (int p = 0; p < GFR_POOL_NR_PRIO; p++) {
+        stats->submitted += submitted[p];
+        /* Read apart, a job can be seen started and not yet submitted. */
+        stats->queued_by_prio[p] = submitted[p] > sum.started[p]
+                                       ? submitted[p] - sum.started[p]
+                                       : 0;
+        stats->queued += stats->queued_by_prio[p];
+    }
     memcpy(stats->queue_ns_hist, sum.hist, sizeof(stats->queue_ns_hist));
     stats->wakeups = uatomic_read(&pool->wakeups);
     stats->threads_started = uatomic_read(&pool->threads_started);

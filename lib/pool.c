@@ -196,13 +196,14 @@ gfr_pool_submit(struct gfr_pool *pool, struct gfr_pool_job *job,
         return -ESHUTDOWN;
     }
     job->state = GFR_POOL_JOB_QUEUED;
+    job->prio = (uint8_t)prio;
     job->enqueued_ns = entered % GFR_POOL_HIST_SAMPLE ? 0 : gfr_now_ns();
     if (gfr_sched_enqueue(&pool->sched, client ? client : pool->default_client,
                           prio, job))
         gfr_pool_ensure_worker(pool);
     else
         gfr_pool_more_workers_if_idle(pool);
-    uatomic_inc(&stripe->submitted);
+    uatomic_inc(&stripe->submitted[prio]);
     return 0;
 }
 
@@ -223,10 +224,14 @@ gfr_pool_client_release(struct gfr_pool_client *client)
 static int
 inflight_submits(struct gfr_pool *pool)
 {
-    for (int i = 0; i < GFR_POOL_STRIPES; i++)
-        if (uatomic_read(&pool->stripes[i].entered) !=
-            uatomic_read(&pool->stripes[i].submitted))
+    for (int i = 0; i < GFR_POOL_STRIPES; i++) {
+        uint64_t submitted = 0;
+
+        for (int p = 0; p < GFR_POOL_NR_PRIO; p++)
+            submitted += uatomic_read(&pool->stripes[i].submitted[p]);
+        if (uatomic_read(&pool->stripes[i].entered) != submitted)
             return 1;
+    }
     return 0;
 }
 

@@ -169,8 +169,12 @@ read_request(int fd, char *line, size_t cap)
             return -ECONNRESET;
         len += (size_t)n;
         line[len] = '\0';
-        nl = strchr(line, '\n');
+        nl = memchr(line, '\n', len);
         if (nl) {
+            /* A NUL must not cut the line short: it is garbage to name. */
+            for (char *c = memchr(line, '\0', (size_t)(nl - line)); c && c < nl;
+                 c = memchr(c, '\0', (size_t)(nl - c)))
+                *c = '\x01';
             *nl = '\0';
             if (nl > line && nl[-1] == '\r')
                 nl[-1] = '\0';

@@ -146,6 +146,11 @@ gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, vo
         drop_peer(this, conn, why);
         return;
     }
+    /* What statedump and `gluster volume status VOLUME clients` show as
+     * bytes read (GlusterFS reads it unlocked; several workers may add). */
+    __atomic_fetch_add(&this->total_bytes_read,
+                       (uint64_t)(f.header_len + f.payload_len + rx->written),
+                       __ATOMIC_RELAXED);
     if (!rx->is_reply || (!f.payload_len && !rx->written)) {
         err = hand_up_whole(this, rx, &f);
     } else if (rpc_transport_notify(this, RPC_TRANSPORT_MAP_XID_REQUEST, &info) != 0) {

@@ -43,6 +43,15 @@ render(FILE *out, enum gfr_stat_format format, void *cb_arg)
     return err;
 }
 
+/* A process that exits normally takes its socket along; one that dies
+ * leaves it for the next process with its pid, or for gfr-stat to call
+ * gone. */
+static void
+remove_socket(void)
+{
+    unlink(gfr_stat_server_path(server));
+}
+
 static void
 start(void)
 {
@@ -50,13 +59,14 @@ start(void)
     int err = gfr_stat_server_start(gfr_stat_dir(), program_invocation_short_name, render,
                                     NULL, &server, why, sizeof(why));
 
-    if (err)
+    if (err) {
         gf_msg(GFR_PLUGIN_DOMAIN, GF_LOG_WARNING, -err, GFR_MSG_STATS,
                "no live statistics for gfr-stat: %s", why);
-    else
-        gf_msg(GFR_PLUGIN_DOMAIN, GF_LOG_INFO, 0, GFR_MSG_STATS,
-               "live statistics on %s (gfr-stat %ld)", gfr_stat_server_path(server),
-               (long)getpid());
+        return;
+    }
+    atexit(remove_socket);
+    gf_msg(GFR_PLUGIN_DOMAIN, GF_LOG_INFO, 0, GFR_MSG_STATS, "live statistics on %s (gfr-stat %ld)",
+           gfr_stat_server_path(server), (long)getpid());
 }
 
 void

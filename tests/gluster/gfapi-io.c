@@ -30,6 +30,17 @@
  *       I/O had not resumed, 1 on a hang (a call longer than S seconds) or
  *       on wrong data.
  *
+ *   gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N]
+ *                 [--io-kib K] [--seconds N]
+ *       for tests and benchmarks that look at a client between its steps:
+ *       writes a K KiB file (default 4), creates DIR/ready, waits for
+ *       DIR/go, reads the file N times (preads of K KiB, compared; default
+ *       2000) or, with --writes, writes it N times, prints "result
+ *       hold.OP_mean_us VALUE" lines (and p50, p99; OP is read or write),
+ *       writes each call's latency in µs to DIR/lat-us, creates DIR/done, waits for DIR/stop, compares the file after
+ *       writes and unmounts.  Each wait gives up after N seconds (default
+ *       300; exit 1).
+ *
  * Common options: --log FILE (gfapi log, level INFO; default /dev/null),
  * --dir NAME (work directory on the volume, created if missing; default
  * gfapi-io), --seed N (pattern seed; default from the clock, always printed),
@@ -78,8 +89,8 @@
 #define NAME_LEN 12
 #define MAX_RESULTS 32
 
-enum mode { MODE_CHECK = 1, MODE_BENCH = 2, MODE_IO = 4, MODE_PAIR = 8 };
-#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR)
+enum mode { MODE_CHECK = 1, MODE_BENCH = 2, MODE_IO = 4, MODE_PAIR = 8, MODE_HOLD = 16 };
+#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR | MODE_HOLD)
 
 struct opts {
     enum mode mode;
@@ -99,8 +110,10 @@ struct opts {
     unsigned block; /* pair: reads per turn */
     unsigned seconds;
     unsigned max_op_seconds;
-    unsigned io_kib;       /* io: size of each cycle's file */
+    unsigned io_kib;       /* io, hold: size of each file */
+    unsigned writes;       /* hold: writes instead of reads */
     const char *stop_file; /* io: stop once this exists */
+    const char *sync_dir;  /* hold: where the steps are signalled */
 };
 
 /* Human-readable output: stdout, except in bench mode where stdout carries
@@ -1046,6 +1059,114 @@ static int run_io(glfs_t *fs, const struct opts *o, const char *dir)
     return failing ? 2 : 0;
 }
 
+/* ---- hold mode ----------------------------------------------------------- */
+
+/* Creates DIR/name. */
+static void hold_signal(const struct opts *o, const char *name)
+{
+    char path[PATH_LEN];
+    int fd;
+
+    mkpath(path, "%s/%s", o->sync_dir, name);
+    fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail("create %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+/* Waits up to o->seconds for DIR/name. */
+static void hold_wait(const struct opts *o, const char *name)
+{
+    char path[PATH_LEN];
+    uint64_t start = now_ns();
+
+    mkpath(path, "%s/%s", o->sync_dir, name);
+    while (access(path, F_OK) != 0) {
+        if (now_ns() - start > o->seconds * NSEC)
+            fail("hold: %s did not appear within %u s", path, o->seconds);
+        nanosleep(&(struct timespec){ 0, 50 * 1000000 }, NULL);
+    }
+}
+
+/* Times count K KiB preads (compared) or pwrites of path, one at a time,
+ * writes the latencies to SYNC-DIR/lat-us and reports their mean, p50 and
+ * p99 as hold.OP_*_us results. */
+static void hold_ops(glfs_fd_t *fd, const char *path, const struct opts *o,
+                     bool writing, unsigned count, uint8_t *wbuf, uint8_t *rbuf,
+                     uint8_t *scratch)
+{
+    size_t size = (size_t)o->io_kib * KIB;
+    double *lat_us = xmalloc(count * sizeof(*lat_us));
+    const char *op = writing ? "write" : "read";
+    double sum = 0;
+    char prefix[32], lat_path[PATH_LEN];
+    FILE *lat;
+
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t t0 = now_ns();
+
+        if (writing) {
+            check_io("pwrite", path, 0, size, glfs_pwrite(fd, wbuf, size, 0, 0, NULL, NULL));
+        } else {
+            memset(rbuf, 0, size);
+            check_io("pread", path, 0, size, glfs_pread(fd, rbuf, size, 0, 0, NULL));
+        }
+        lat_us[i] = (double)(now_ns() - t0) / 1e3;
+        sum += lat_us[i];
+        if (!writing)
+            verify(rbuf, scratch, size, o->seed, 0, path);
+    }
+    say("hold: %u %ss of %u KiB done", count, op, o->io_kib);
+    mkpath(lat_path, "%s/lat-us", o->sync_dir);
+    lat = fopen(lat_path, "w");
+    if (!lat)
+        fail("create %s: %s", lat_path, strerror(errno));
+    for (unsigned i = 0; i < count; i++)
+        fprintf(lat, "%.1f\n", lat_us[i]);
+    if (fclose(lat))
+        fail("write %s: %s", lat_path, strerror(errno));
+    result(sum / count, "hold.%s_mean_us", op);
+    snprintf(prefix, sizeof(prefix), "hold.%s", op);
+    result_latency(lat_us, count, prefix);
+    free(lat_us);
+}
+
+static int run_hold(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    size_t size = (size_t)o->io_kib * KIB;
+    char path[PATH_LEN];
+    uint8_t *wbuf = xmalloc(size), *rbuf = xmalloc(size), *scratch = xmalloc(size);
+    glfs_fd_t *fd;
+
+    mkpath(path, "%s/hold-%d", dir, (int)getpid());
+    fd = glfs_creat(fs, path, O_RDWR, 0644);
+    if (!fd)
+        fail("creat %s: %s", path, strerror(errno));
+    fill_pattern(wbuf, size, o->seed, 0);
+    check_io("pwrite", path, 0, size, glfs_pwrite(fd, wbuf, size, 0, 0, NULL, NULL));
+    hold_signal(o, "ready");
+    hold_wait(o, "go");
+    hold_ops(fd, path, o, o->writes > 0, o->writes ? o->writes : o->reads, wbuf, rbuf,
+             scratch);
+    hold_signal(o, "done");
+    hold_wait(o, "stop");
+    /* Compared only now: a read between done and stop would show in the
+     * statistics the caller takes of the step. */
+    if (o->writes) {
+        check_io("pread", path, 0, size, glfs_pread(fd, rbuf, size, 0, 0, NULL));
+        verify(rbuf, scratch, size, o->seed, 0, path);
+    }
+    if (glfs_close(fd))
+        fail("close %s: %s", path, strerror(errno));
+    if (glfs_unlink(fs, path))
+        fail("unlink %s: %s", path, strerror(errno));
+    free(wbuf);
+    free(rbuf);
+    free(scratch);
+    volume_unmount(fs, o);
+    return 0;
+}
+
 /* ---- command line -------------------------------------------------------- */
 
 enum opt_id {
@@ -1064,6 +1185,8 @@ enum opt_id {
     OPT_MAX_OP_SECONDS,
     OPT_IO_KIB,
     OPT_STOP_FILE,
+    OPT_SYNC_DIR,
+    OPT_WRITES,
     OPT_COUNT
 };
 
@@ -1083,6 +1206,8 @@ static const struct option long_opts[] = {
     { "max-op-seconds", required_argument, NULL, OPT_MAX_OP_SECONDS },
     { "io-kib", required_argument, NULL, OPT_IO_KIB },
     { "stop-file", required_argument, NULL, OPT_STOP_FILE },
+    { "sync-dir", required_argument, NULL, OPT_SYNC_DIR },
+    { "writes", required_argument, NULL, OPT_WRITES },
     { NULL, 0, NULL, 0 },
 };
 
@@ -1096,13 +1221,15 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH | MODE_PAIR,
     [OPT_FILES] = MODE_CHECK | MODE_BENCH,
     [OPT_RANDOM_READS] = MODE_CHECK,
-    [OPT_READS] = MODE_BENCH | MODE_PAIR,
+    [OPT_READS] = MODE_BENCH | MODE_PAIR | MODE_HOLD,
     [OPT_THREADS] = MODE_BENCH,
     [OPT_BLOCK] = MODE_PAIR,
-    [OPT_SECONDS] = MODE_IO,
+    [OPT_SECONDS] = MODE_IO | MODE_HOLD,
     [OPT_MAX_OP_SECONDS] = MODE_IO,
-    [OPT_IO_KIB] = MODE_IO,
+    [OPT_IO_KIB] = MODE_IO | MODE_HOLD,
     [OPT_STOP_FILE] = MODE_IO,
+    [OPT_SYNC_DIR] = MODE_HOLD,
+    [OPT_WRITES] = MODE_HOLD,
 };
 
 static void usage(FILE *f)
@@ -1115,6 +1242,8 @@ static void usage(FILE *f)
           "[--reads N] [--block N]\n"
           "       gfapi-io io VOLFILE VOLNAME --seconds N "
           "[--max-op-seconds S] [--io-kib K] [--stop-file FILE]\n"
+          "       gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N] "
+          "[--io-kib K] [--seconds N]\n"
           "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
           f);
 }
@@ -1159,6 +1288,8 @@ static enum mode parse_mode(const char *s)
         return MODE_IO;
     if (!strcmp(s, "pair"))
         return MODE_PAIR;
+    if (!strcmp(s, "hold"))
+        return MODE_HOLD;
     usage_error("unknown mode \"%s\"", s);
 }
 
@@ -1207,6 +1338,12 @@ static void set_option(struct opts *o, int id, const char *name,
         break;
     case OPT_STOP_FILE:
         o->stop_file = arg;
+        break;
+    case OPT_SYNC_DIR:
+        o->sync_dir = arg;
+        break;
+    case OPT_WRITES:
+        o->writes = parse_num(name, arg, 10, 1, 10000000);
         break;
     }
 }
@@ -1275,6 +1412,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
     }
     if (o->mode == MODE_IO && !o->seconds)
         usage_error("io needs --seconds N");
+    if (o->mode == MODE_HOLD && !o->sync_dir)
+        usage_error("hold needs --sync-dir DIR");
+    if (o->mode == MODE_HOLD && !o->seconds)
+        o->seconds = 300;
 }
 
 int main(int argc, char **argv)
@@ -1305,6 +1446,7 @@ int main(int argc, char **argv)
     case MODE_BENCH: return run_bench(fs, &o, dir);
     case MODE_IO: return run_io(fs, &o, dir);
     case MODE_PAIR: return run_pair(fs, &o, dir);
+    case MODE_HOLD: return run_hold(fs, &o, dir);
     }
     return EXIT_USAGE;
 }

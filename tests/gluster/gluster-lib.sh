@@ -219,6 +219,39 @@ brick_stop() {
 	kill -KILL "$pid" 2>/dev/null
 }
 
+# A gfapi-io hold client (tests/gluster/gfapi-io.c) driven step by step, for
+# measurements around its step: hold_start DIR VOLFILE VOLNAME [OPTION...]
+# mounts it with DIR as its sync directory and sets hold_pid once it is
+# ready; hold_step DIR lets it do its step and waits until it is done;
+# hold_finish DIR stops it and fails if it failed.  Output: DIR/out.
+# Each wait gives up after 300 s.
+hold_wait_for() {
+	local i
+	for i in $(seq 3000); do
+		[ -e "$1" ] && return 0
+		kill -0 "$hold_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "gluster-lib: the hold client (pid $hold_pid) did not create $1:"
+	cat "$(dirname "$1")/out"
+	return 1
+}
+hold_start() {
+	local dir=$1
+	shift
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	"$GFR_BUILDDIR/tests/gluster/gfapi-io" hold "$1" "$2" --sync-dir "$dir" "${@:3}" \
+		>"$dir/out" 2>&1 &
+	hold_pid=$!
+	hold_wait_for "$dir/ready"
+}
+hold_step() { touch "$1/go" && hold_wait_for "$1/done"; }
+hold_finish() {
+	touch "$1/stop"
+	wait "$hold_pid" || { echo "gluster-lib: the hold client failed:"; cat "$1/out"; return 1; }
+}
+
 # plugin_errors LOGFILE: prints the plugin's error lines (its message ids).
 plugin_errors() {
 	grep -E '\] E \[MSGID: 1030[0-9][0-9]\]' "$1"

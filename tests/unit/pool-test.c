@@ -259,8 +259,17 @@ test_priorities_respected(void **state)
                                          : i < 20 ? GFR_POOL_PRIO_NORMAL
                                                   : GFR_POOL_PRIO_HIGH), 0);
     }
+    /* The gate holds the one worker: all 30 wait, 10 in each class. */
+    struct gfr_pool_stats stats;
+    assert_int_equal(gfr_pool_stats_get(pool, &stats), 0);
+    assert_int_equal(stats.queued, 30);
+    for (int p = 0; p < GFR_POOL_NR_PRIO; p++)
+        assert_int_equal(stats.queued_by_prio[p], 10);
     sem_post(&gate.release);
     WAIT_UNTIL(uatomic_read(&log.done) == 30);
+    assert_int_equal(gfr_pool_stats_get(pool, &stats), 0);
+    for (int p = 0; p < GFR_POOL_NR_PRIO; p++)
+        assert_int_equal(stats.queued_by_prio[p], 0);
     cmm_smp_rmb();
     for (int i = 0; i < 10; i++) {
         assert_int_equal(log.entries[i], 20 + i);
