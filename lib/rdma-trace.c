@@ -23,50 +23,51 @@
 #include "gfr_clock.h"
 #include "rdma-internal.h"
 
-static const char *const stage_names[GFR_STAGE_COUNT] = {
-    [GFR_STAGE_REQ_QUEUE] = "req_queue",
-    [GFR_STAGE_REQ_WIRE] = "req_wire",
-    [GFR_STAGE_RTT_POLLING] = "rtt_polling",
-    [GFR_STAGE_RTT_SLEEPING] = "rtt_sleeping",
-    [GFR_STAGE_REPLY_PULL] = "reply_pull",
-    [GFR_STAGE_REPLY_DISPATCH] = "reply_dispatch",
-    [GFR_STAGE_REPLY_OWNER] = "reply_owner",
-    [GFR_STAGE_CALL] = "call",
-    [GFR_STAGE_REQ_PULL] = "req_pull",
-    [GFR_STAGE_REQ_DISPATCH] = "req_dispatch",
-    [GFR_STAGE_REQ_OWNER] = "req_owner",
-    [GFR_STAGE_SERVE] = "serve",
-    [GFR_STAGE_REPLY_QUEUE] = "reply_queue",
-    [GFR_STAGE_REPLY_WIRE] = "reply_wire",
-};
-
-static const char *const stage_about[GFR_STAGE_COUNT] = {
-    [GFR_STAGE_REQ_QUEUE] = "client: request submitted -> its SEND posted",
-    [GFR_STAGE_REQ_WIRE] = "client: request posted -> its SEND completed (signaled SENDs)",
-    [GFR_STAGE_RTT_POLLING] = "client: request posted -> reply reaped, poller polling",
-    [GFR_STAGE_RTT_SLEEPING] = "client: request posted -> reply reaped, poller had slept",
-    [GFR_STAGE_REPLY_PULL] = "client: the reply's bulk read by RDMA READ",
-    [GFR_STAGE_REPLY_DISPATCH] = "client: reply ready -> owner's callback entered",
-    [GFR_STAGE_REPLY_OWNER] = "client: in the owner's received callback (reply)",
-    [GFR_STAGE_CALL] = "client: request submitted -> reply handed to the owner",
-    [GFR_STAGE_REQ_PULL] = "server: the request's bulk read by RDMA READ",
-    [GFR_STAGE_REQ_DISPATCH] = "server: request ready -> owner's callback entered",
-    [GFR_STAGE_REQ_OWNER] = "server: in the owner's received callback (request)",
-    [GFR_STAGE_SERVE] = "server: request handed to the owner -> reply submitted",
-    [GFR_STAGE_REPLY_QUEUE] = "server: reply submitted -> its SEND posted (bulk write included)",
-    [GFR_STAGE_REPLY_WIRE] = "server: reply posted -> its SEND completed (signaled SENDs)",
+/* Each stage's name in statistics and one line on what it measures. */
+static const struct {
+    const char *name;
+    const char *about;
+} stages[GFR_STAGE_COUNT] = {
+    [GFR_STAGE_REQ_QUEUE] = {"req_queue",
+                            "client: request submitted -> its SEND posted"},
+    [GFR_STAGE_REQ_WIRE] = {"req_wire",
+                           "client: request posted -> its SEND completed (signaled SENDs)"},
+    [GFR_STAGE_RTT_POLLING] = {"rtt_polling",
+                              "client: request posted -> reply reaped, poller polling"},
+    [GFR_STAGE_RTT_SLEEPING] = {"rtt_sleeping",
+                               "client: request posted -> reply reaped, poller had slept"},
+    [GFR_STAGE_REPLY_PULL] = {"reply_pull",
+                             "client: the reply's bulk read by RDMA READ"},
+    [GFR_STAGE_REPLY_DISPATCH] = {"reply_dispatch",
+                                 "client: reply ready -> owner's callback entered"},
+    [GFR_STAGE_REPLY_OWNER] = {"reply_owner",
+                              "client: in the owner's received callback (reply)"},
+    [GFR_STAGE_CALL] = {"call",
+                       "client: request submitted -> reply handed to the owner"},
+    [GFR_STAGE_REQ_PULL] = {"req_pull",
+                           "server: the request's bulk read by RDMA READ"},
+    [GFR_STAGE_REQ_DISPATCH] = {"req_dispatch",
+                               "server: request ready -> owner's callback entered"},
+    [GFR_STAGE_REQ_OWNER] = {"req_owner",
+                            "server: in the owner's received callback (request)"},
+    [GFR_STAGE_SERVE] = {"serve",
+                        "server: request handed to the owner -> reply submitted"},
+    [GFR_STAGE_REPLY_QUEUE] = {"reply_queue",
+                              "server: reply submitted -> its SEND posted (bulk write included)"},
+    [GFR_STAGE_REPLY_WIRE] = {"reply_wire",
+                             "server: reply posted -> its SEND completed (signaled SENDs)"},
 };
 
 const char *
 gfr_rdma_stage_name(enum gfr_rdma_stage stage)
 {
-    return (unsigned)stage < GFR_STAGE_COUNT ? stage_names[stage] : NULL;
+    return (unsigned)stage < GFR_STAGE_COUNT ? stages[stage].name : NULL;
 }
 
 const char *
 gfr_rdma_stage_about(enum gfr_rdma_stage stage)
 {
-    return (unsigned)stage < GFR_STAGE_COUNT ? stage_about[stage] : NULL;
+    return (unsigned)stage < GFR_STAGE_COUNT ? stages[stage].about : NULL;
 }
 
 static void

@@ -171,10 +171,11 @@ read_request(int fd, char *line, size_t cap)
         line[len] = '\0';
         nl = memchr(line, '\n', len);
         if (nl) {
-            /* A NUL must not cut the line short: it is garbage to name. */
-            for (char *c = memchr(line, '\0', (size_t)(nl - line)); c && c < nl;
-                 c = memchr(c, '\0', (size_t)(nl - c)))
-                *c = '\x01';
+            /* A NUL must not cut the line short: shown as '?', like
+             * every unprintable byte of an unknown request. */
+            for (char *c = line; c < nl; c++)
+                if (!*c)
+                    *c = '?';
             *nl = '\0';
             if (nl > line && nl[-1] == '\r')
                 nl[-1] = '\0';

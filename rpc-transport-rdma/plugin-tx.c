@@ -158,7 +158,7 @@ submit_record(rpc_transport_t *this, const struct record *r)
     }
     gfr_frame_prefix(head[0].iov_base, (uint32_t)header_len);
     err = gfr_rdma_submit(priv->conn, &m);
-    if (!err) /* statedump's bytes written; the receive side adds unlocked */
+    if (!err) /* statedump's bytes written (GlusterFS reads it unlocked) */
         __atomic_fetch_add(&this->total_bytes_write, (uint64_t)(header_len + payload_len),
                            __ATOMIC_RELAXED);
     if (err && tx && tx->listed) {

@@ -247,6 +247,14 @@ hold_start() {
 	hold_wait_for "$dir/ready"
 }
 hold_step() { touch "$1/go" && hold_wait_for "$1/done"; }
+# hold_stat_snap DIR WHEN BRICK TRANSPORT: over rdma, gfr-stat --json of
+# the hold client and of brick BRICK into DIR/client-WHEN.json and
+# DIR/brick-WHEN.json (perf/stage-breakdown reads them); nothing over tcp.
+hold_stat_snap() {
+	[ "$4" = rdma ] || return 0
+	"$GFR_BUILDDIR/tools/gfr-stat" --json "$hold_pid" >"$1/client-$2.json" &&
+		"$GFR_BUILDDIR/tools/gfr-stat" --json "$(brick_pid "$3")" >"$1/brick-$2.json"
+}
 hold_finish() {
 	touch "$1/stop"
 	wait "$hold_pid" || { echo "gluster-lib: the hold client failed:"; cat "$1/out"; return 1; }

@@ -14,8 +14,7 @@ set -u
 . "$(dirname "$0")/gluster-lib.sh"
 name=statvol
 reads=300
-prog=${GFR_BUILDDIR:?}/tests/gluster/gfapi-io
-gfr_stat=$GFR_BUILDDIR/tools/gfr-stat
+gfr_stat=${GFR_BUILDDIR:?}/tools/gfr-stat
 statdir=/run/gluster/rdma
 run=$GFR_GLUSTER_RUN/$name
 pids=()
@@ -28,15 +27,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "t-stats: $*"; exit 1; }
 
-# wait_for FILE: up to 120 s (a gfapi mount takes seconds in the VM).
-wait_for() {
-	local i
-	for i in $(seq 1200); do [ -e "$1" ] && return 0; sleep 0.1; done
-	fail "$1 did not appear within 120 s"
-}
-
 gluster_setup || exit 1
-mkdir -p "$statdir" "$run/a" "$run/b"
+mkdir -p "$statdir"
 : >"$statdir/glusterfsd.4194305.sock" # no pid is above pid_max
 brick_start $name rdma 24140 || exit 1
 [ ! -e "$statdir/glusterfsd.4194305.sock" ] || fail "the stale socket of a dead brick is still there"
@@ -45,13 +37,12 @@ bpid=$(brick_pid $name)
 [ "$(stat -c %a "$statdir/glusterfsd.$bpid.sock")" = 600 ] || fail "the brick's socket is not 0600"
 client_volfile $name rdma 24140 >"$run/client.vol"
 
-"$prog" hold "$run/client.vol" $name --sync-dir "$run/a" --reads $reads \
-	--log "$GFR_GLUSTER_LOGS/$name-gfapi-a.log" >"$run/a/out" 2>&1 &
-apid=$!
+# Client A (gluster-lib.sh's hold client): mounted, then N reads.
+hold_start "$run/a" "$run/client.vol" $name --reads $reads \
+	--log "$GFR_GLUSTER_LOGS/$name-gfapi-a.log" || exit 1
+apid=$hold_pid
 pids+=($apid)
-wait_for "$run/a/ready"
-"$gfr_stat" --json "$bpid" >"$run/brick-before.json" || fail "gfr-stat --json $bpid failed"
-"$gfr_stat" --json "$apid" >"$run/client-before.json" || fail "gfr-stat --json $apid failed"
+hold_stat_snap "$run/a" before $name rdma || fail "gfr-stat --json of client $apid or brick $bpid failed"
 
 # Readers that send nothing, and garbage, while the reads run.
 python3 - "$statdir/glusterfsd.$bpid.sock" >"$run/bad-readers" 2>&1 <<'PY' &
@@ -66,18 +57,16 @@ s.sendall(b"\x00garbage\n")
 print(s.recv(4096).decode(errors="replace").strip())
 PY
 badpid=$!
-touch "$run/a/go"
-wait_for "$run/a/done"
+hold_step "$run/a" || exit 1
 wait $badpid
 grep -q "^error: unknown request '?garbage': send json or table" "$run/bad-readers" ||
 	fail "garbage got no clear answer: $(cat "$run/bad-readers")"
-"$gfr_stat" --json "$bpid" >"$run/brick-after.json" || fail "gfr-stat after the reads failed"
-"$gfr_stat" --json "$apid" >"$run/client-after.json" || fail "gfr-stat on the client failed"
+hold_stat_snap "$run/a" after $name rdma || fail "gfr-stat --json after the reads failed"
 "$gfr_stat" "$bpid" >"$run/brick-table" || fail "gfr-stat $bpid (tables) failed"
 grep -q "^connections: " "$run/brick-table" && grep -q "^  serve " "$run/brick-table" ||
 	fail "the brick's tables lack connections or stages: $(head -20 "$run/brick-table")"
 
-python3 - "$run" $reads <<'PY' || exit 1
+python3 - "$run/a" $reads <<'PY' || exit 1
 import json, sys
 run, n = sys.argv[1], int(sys.argv[2])
 def load(f):
@@ -128,11 +117,10 @@ wr=$(sed -n 's/^server.total-bytes-write=//p' "$dump")
 echo "t-stats: statedump: $rd bytes read, $wr written"
 rm -f "$dump"
 
-"$prog" hold "$run/client.vol" $name --sync-dir "$run/b" --reads 1 \
-	--log "$GFR_GLUSTER_LOGS/$name-gfapi-b.log" >"$run/b/out" 2>&1 &
-bpid_b=$!
+hold_start "$run/b" "$run/client.vol" $name --reads 1 \
+	--log "$GFR_GLUSTER_LOGS/$name-gfapi-b.log" || exit 1
+bpid_b=$hold_pid
 pids+=($bpid_b)
-wait_for "$run/b/ready"
 "$gfr_stat" >"$run/list"
 grep -q "^$apid *gfapi-io " "$run/list" && grep -q "^$bpid_b *gfapi-io " "$run/list" ||
 	fail "gfr-stat does not list both clients: $(cat "$run/list")"
@@ -146,8 +134,9 @@ setpriv --reuid=65534 --regid=65534 --clear-groups "$gfr_stat" "$bpid" >"$run/no
 grep -q "permission denied: the RDMA statistics are root's only" "$run/nonroot" ||
 	fail "a non-root caller got no clear refusal: $(cat "$run/nonroot")"
 
-touch "$run/b/go" "$run/a/stop" "$run/b/stop" # b still waits for go
-for p in "${pids[@]}"; do wait "$p" || fail "a client failed: $(cat "$run/a/out" "$run/b/out")"; done
+hold_step "$run/b" && hold_finish "$run/b" || fail "client B failed"
+hold_pid=$apid
+hold_finish "$run/a" || fail "client A failed"
 pids=()
 for log in "$GFR_GLUSTER_LOGS/$name-brick.log" "$GFR_GLUSTER_LOGS/$name-gfapi-a.log"; do
 	plugin_errors "$log" && fail "$log has errors of the plugin"
