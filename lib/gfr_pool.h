@@ -209,6 +209,15 @@ void gfr_pool_block_begin(void);
 void gfr_pool_block_end(void);
 
 /*
+ * For a thread that runs handlers but is not one of the pool's workers
+ * (an RDMA poller with dispatch=direct): fn(cb_arg) is called on this
+ * thread at the start of every gfr_pool_block_begin made on it, so that it
+ * can hand its own duties to another thread before the call blocks.
+ * NULL removes it.  Per thread; no locking.
+ */
+void gfr_pool_set_block_hook(void (*fn)(void *cb_arg), void *cb_arg);
+
+/*
  * Arms a timer that fires on the calling worker thread after delay_ms
  * (millisecond resolution; 0 fires after the current job).  Only from a job
  * or timer callback.  Returns -EINVAL (NULL timer or fn), -EPERM (not on a

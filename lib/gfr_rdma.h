@@ -6,9 +6,17 @@
  * threshold move by RDMA READ or WRITE.  docs/engine.md describes it.
  *
  * Threads: one CM thread per engine runs connected/disconnected callbacks
- * and accept decisions; received runs in the worker pool or, with
- * dispatch=inline, on the device's poller thread.  disconnected comes after
+ * and accept decisions; received runs on the device's poller thread
+ * (dispatch=direct, the default, and inline) or in the worker pool
+ * (dispatch=pool; with direct, while a relay polls in the poller's place
+ * and for a connection whose handlers ran long).  disconnected comes after
  * every received and done callback of the connection has returned.
+ *
+ * On a connection opened with gfr_rdma_connect, every message that is not
+ * a reply is taken as a request whose reply will come: with adaptive
+ * polling the poller polls for it a while instead of sleeping
+ * (reply-spin-max-us; docs/engine.md, "Polling where a reply is
+ * expected").
  *
  * Functions return 0 or a negative errno.  Ownership: the engine owns
  * connections and listeners.  A connection handle stays valid, whatever
@@ -85,11 +93,14 @@ typedef int (*gfr_rdma_accept_fn)(struct gfr_rdma_listener *listener,
                                   void **conn_cb_arg);
 
 /*
- * Creates an engine.  With dispatch=pool, received messages are copied out
- * of their receive buffer (which is reposted at once) and handled by a job
- * in pool, one pool client per connection; pool must then not be NULL and
- * must outlive the engine.  With dispatch=inline, pool is ignored and
- * received runs on the poller thread.
+ * Creates an engine.  With dispatch=direct or pool, received messages are
+ * copied out of their receive buffer (which is reposted at once); pool must
+ * then not be NULL and must outlive the engine.  direct: handled on the
+ * poller thread once its batch of completions is, a job of pool polling in
+ * its place while a handler blocks (gfr_pool_block_begin) or runs long;
+ * pool: by a job in pool, one pool client per connection.  With
+ * dispatch=inline, pool is ignored and received runs on the poller thread
+ * as the completion is handled.
  */
 int gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
                     struct gfr_rdma **engine);
@@ -281,6 +292,9 @@ struct gfr_rdma_poller_info {
     uint64_t spin_ns;        /* time spent polling an empty CQ before sleeping */
     uint64_t alive_ns;       /* since the thread started */
     uint64_t window_ns;      /* adaptive: the current poll window */
+    uint64_t kicks;          /* submitters woke it to poll for a reply */
+    uint64_t direct;         /* messages whose handlers it ran (dispatch=direct) */
+    uint64_t relays;         /* times a pool worker polled in its place */
 };
 
 /* What gfr_rdma_snapshot saw.  Owned by the caller: gfr_rdma_snapshot_free. */

@@ -21,6 +21,8 @@ enum gfr_poll_mode {
 enum gfr_dispatch {
     GFR_DISPATCH_POOL,   /* a job in the global worker pool */
     GFR_DISPATCH_INLINE, /* on the poller thread (run to completion) */
+    GFR_DISPATCH_DIRECT, /* on the thread that reaped it, a pool job polling
+                          * in its place while a handler blocks or runs long */
 };
 
 /* Where a connection's receive buffers come from. */
@@ -39,6 +41,7 @@ struct gfr_rdma_opts {
     enum gfr_poll_mode poll_mode;
     uint32_t spin_us;         /* adaptive: the shortest poll before sleeping */
     uint32_t spin_max_us;     /* adaptive: the longest; <= spin_us: fixed */
+    uint32_t reply_spin_max_us; /* longest poll for an expected reply; 0: none */
     uint32_t pollers;         /* CQ poller threads per device */
     enum gfr_dispatch dispatch;
     enum gfr_receive_queue receive_queue;
@@ -83,14 +86,14 @@ struct gfr_rdma_opt_info {
 const struct gfr_rdma_opt_info *gfr_rdma_opt_info(size_t i);
 
 /* Fills every option's default from the table: adaptive, 50..2000 us,
- * 1 poller, pool, srq, 64 credits, 8 KiB inline, 4 MiB messages, 1 MiB
+ * replies polled for up to 10 ms, 1 poller, direct, srq, 64 credits, 8 KiB inline, 4 MiB messages, 1 MiB
  * segments, depth 4, connect 5 s, keepalive 10 s, timeout 17, retry 7,
  * rnr 7, port 1, gid -1, no device, latency-stats on. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
  * Sets one option from its text form: key is one of poll-mode, spin-us,
- * spin-max-us, pollers, dispatch, receive-queue, credits, inline-max,
+ * spin-max-us, reply-spin-max-us, pollers, dispatch, receive-queue, credits, inline-max,
  * max-msg, segment-size, rdma-depth, connect-timeout-ms, keepalive-ms,
  * qp-timeout, retry-count, rnr-retry, port, gid-index, device,
  * latency-stats.  Sizes accept K, M suffixes (powers of 1024).
@@ -107,5 +110,6 @@ int gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why,
                         size_t why_len);
 
 const char *gfr_poll_mode_str(enum gfr_poll_mode mode);
+const char *gfr_dispatch_str(enum gfr_dispatch dispatch);
 
 #endif /* GFR_RDMA_OPTS_H */

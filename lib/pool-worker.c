@@ -27,6 +27,10 @@
 
 __thread struct gfr_pool_worker *gfr_pool_current_worker;
 
+/* gfr_pool_set_block_hook's, per thread. */
+static __thread void (*block_hook)(void *cb_arg);
+static __thread void *block_hook_arg;
+
 static void more_workers(struct gfr_pool *pool);
 
 /* Lock-free hint: is there work a worker could take? */
@@ -434,10 +438,19 @@ out:
 }
 
 void
+gfr_pool_set_block_hook(void (*fn)(void *cb_arg), void *cb_arg)
+{
+    block_hook = fn;
+    block_hook_arg = cb_arg;
+}
+
+void
 gfr_pool_block_begin(void)
 {
     struct gfr_pool_worker *worker = gfr_pool_current_worker;
 
+    if (block_hook)
+        block_hook(block_hook_arg);
     if (!worker || worker->blocked)
         return;
     worker->blocked = 1;

@@ -430,6 +430,9 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     pthread_mutex_lock(&conn->lock);
     if (conn->state != GFR_CONN_DISCONNECTING)
         gfr_rdma_conn_set_state_locked(conn, GFR_CONN_DISCONNECTING);
+    if (conn->awaiting) /* replies that will not come: stop polling for them */
+        gfr_rdma_poller_replied(conn->poller, conn->awaiting);
+    conn->awaiting = 0;
     pthread_mutex_unlock(&conn->lock);
     gfr_rdma_xfers_release_all(conn);
     gfr_rdma_tx_release_all(conn);

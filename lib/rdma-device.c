@@ -9,214 +9,35 @@
  * because the kernel finishes the removal only once every process has
  * closed the device (rxe cannot take resources away from a process).
  *
- * Locking: the device lists and cq_reserved under engine->lock; a poller
- * thread is the only one that polls its CQ.
+ * Locking: the device lists and cq_reserved under engine->lock; pollers
+ * (rdma-poller.c) poll their CQs under their own poll_lock.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <urcu/arch.h>
 #include <urcu/uatomic.h>
-#include <urcu/urcu-memb.h>
 
 #include "gfr_clock.h"
-#include "gfr_spin_window.h"
 #include "rdma-internal.h"
 
-#define POLL_BATCH 32
 #define CQ_ENTRIES_WANTED 16384
-
-/* Adds to one of the poller's own counters (it is their only writer). */
-#define POLLER_ADD(p, field, n) CMM_STORE_SHARED((p)->field, (p)->field + (n))
-
-static int
-poll_once(struct gfr_rdma_poller *p)
-{
-    struct ibv_wc wcs[POLL_BATCH];
-    int n = ibv_poll_cq(p->cq, POLL_BATCH, wcs);
-
-    POLLER_ADD(p, st_polls, 1);
-    if (n <= 0)
-        return n;
-    POLLER_ADD(p, st_completions, (uint64_t)n);
-    if (p->woke)
-        POLLER_ADD(p, st_reaped_after_sleep, (uint64_t)n);
-    for (int i = 0; i < n; i++)
-        p->dev->engine->on_wc(p, &wcs[i]);
-    p->woke = 0;
-    return n;
-}
-
-/*
- * Sleeps on the completion channel.  The CQ is armed and polled once more
- * before sleeping, so a completion that arrived between the last empty poll
- * and the arming is not left waiting for the next one (perftest#137).
- * Wakes every 100 ms to notice `stopping`.  The completions the next poll
- * finds after an event count as reaped after a sleep (p->woke).
- */
-static void
-wait_for_event(struct gfr_rdma_poller *p)
-{
-    struct pollfd pfd = {.fd = p->channel->fd, .events = POLLIN};
-    struct ibv_cq *cq;
-    uint64_t start;
-    void *ctx;
-    int ready;
-
-    if (ibv_req_notify_cq(p->cq, 0) != 0) {
-        gfr_rdma_log("poller %u: ibv_req_notify_cq failed: %s", p->index, strerror(errno));
-        return;
-    }
-    if (poll_once(p) > 0)
-        return;
-    POLLER_ADD(p, st_sleeps, 1);
-    start = gfr_now_ns();
-    ready = poll(&pfd, 1, 100);
-    POLLER_ADD(p, st_asleep_ns, gfr_now_ns() - start);
-    if (ready != 1)
-        return;
-    if (ibv_get_cq_event(p->channel, &cq, &ctx) == 0) {
-        ibv_ack_cq_events(cq, 1);
-        POLLER_ADD(p, st_wakeups, 1);
-        p->woke = 1;
-    }
-}
-
-/*
- * Polls for up to spin_ns; 1 when something completed.  Every 64 empty
- * polls it reads the clock and yields: a poller must not keep the CPU from
- * the threads that produce what it waits for (the worker serving the
- * request, rxe's kernel work), which on a machine with few cores share its
- * CPU (docs/performance.md).
- */
-static int
-spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
-{
-    uint64_t start = gfr_now_ns();
-    int found = 0;
-
-    for (unsigned i = 1;; i++) {
-        if (poll_once(p) > 0) {
-            found = 1;
-            break;
-        }
-        caa_cpu_relax();
-        if (i % 64 == 0) {
-            if (gfr_now_ns() - start >= spin_ns)
-                break;
-            sched_yield();
-        }
-    }
-    POLLER_ADD(p, st_spin_ns, gfr_now_ns() - start);
-    return found;
-}
-
-/*
- * The poller thread.  In adaptive mode the poll before sleeping follows
- * the gap between completions (gfr_spin_window.h): in the VM a GlusterFS
- * RPC's messages come 1-3 ms apart, and every sleep there costs a wake-up
- * of 0.5-1 ms (docs/performance.md).
- */
-static void *
-poller_main(void *arg)
-{
-    struct gfr_rdma_poller *p = arg;
-    const struct gfr_rdma_opts *opts = &p->dev->engine->opts;
-    struct gfr_spin_window window;
-    uint64_t start;
-
-    gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
-                         (uint64_t)opts->spin_max_us * 1000);
-    CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
-    urcu_memb_register_thread(); /* finds connections in the SRQ's table */
-    while (!uatomic_read(&p->stopping)) {
-        if (poll_once(p) > 0)
-            continue;
-        switch (opts->poll_mode) {
-        case GFR_POLL_BUSY:
-            caa_cpu_relax();
-            break;
-        case GFR_POLL_ADAPTIVE:
-            start = gfr_now_ns();
-            if (window.cur_ns && spin(p, window.cur_ns))
-                break;
-            wait_for_event(p);
-            gfr_spin_window_slept(&window, gfr_now_ns() - start);
-            CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
-            break;
-        case GFR_POLL_EVENT:
-            wait_for_event(p);
-            break;
-        }
-    }
-    urcu_memb_unregister_thread();
-    return NULL;
-}
-
-static void
-poller_stop(struct gfr_rdma_poller *p)
-{
-    if (p->started) {
-        uatomic_set(&p->stopping, 1);
-        pthread_join(p->thread, NULL);
-    }
-    if (p->dev) /* its returns stack was initialised */
-        gfr_rdma_pbuf_drain(p);
-    if (p->cq)
-        ibv_destroy_cq(p->cq);
-    if (p->channel)
-        ibv_destroy_comp_channel(p->channel);
-}
 
 static void
 dev_free(struct gfr_rdma_dev *dev)
 {
     for (unsigned i = 0; dev->pollers && i < dev->npollers; i++)
-        poller_stop(&dev->pollers[i]);
+        gfr_rdma_poller_stop(&dev->pollers[i]);
     free(dev->pollers);
     gfr_rdma_srq_destroy(dev);
     if (dev->pd)
         ibv_dealloc_pd(dev->pd);
     pthread_mutex_destroy(&dev->post_lock);
     free(dev);
-}
-
-static int
-poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
-             const char *name)
-{
-    char thread_name[16];
-    int err;
-
-    p->dev = dev;
-    p->cq_size = cq_size;
-    __cds_wfcq_init(&p->pbuf_returns_head, &p->pbuf_returns_tail);
-    p->channel = ibv_create_comp_channel(dev->verbs);
-    p->cq = p->channel ? ibv_create_cq(dev->verbs, cq_size, p, p->channel, 0) : NULL;
-    if (!p->cq) {
-        err = -(errno ? errno : ENOMEM);
-        gfr_rdma_log("%s: cannot create completion channel or a CQ of %d entries "
-                     "for poller %u: %s", name, cq_size, p->index, strerror(-err));
-        return err;
-    }
-    p->started_ns = gfr_now_ns();
-    err = -pthread_create(&p->thread, NULL, poller_main, p);
-    if (err) {
-        gfr_rdma_log("%s: cannot start poller thread %u: %s", name, p->index,
-                     strerror(-err));
-        return err;
-    }
-    p->started = 1;
-    snprintf(thread_name, sizeof(thread_name), "gfr-p%u/%.8s", p->index, name);
-    pthread_setname_np(p->thread, thread_name);
-    return 0;
 }
 
 /*
@@ -391,7 +212,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     }
     for (unsigned i = 0; i < dev->npollers; i++) {
         dev->pollers[i].index = i;
-        err = poller_start(dev, &dev->pollers[i], cq_size, name);
+        err = gfr_rdma_poller_start(dev, &dev->pollers[i], cq_size, name);
         if (err)
             goto fail;
     }

@@ -539,6 +539,26 @@ close_listeners(struct gfr_rdma *engine)
     pthread_mutex_unlock(&engine->lock);
 }
 
+/*
+ * dispatch=direct: looks at the pollers' handler runs (rdma-poller.c)
+ * while any ran since the last tick; after a quiet tick the CM thread
+ * goes back to ticking every 100 ms until a poller begins a run and sets
+ * watching again.  A run that begins between the look and the clearing
+ * is found by the second look.  CM thread.
+ */
+static void
+watch_handlers(struct gfr_rdma *engine)
+{
+    if (engine->opts.dispatch != GFR_DISPATCH_DIRECT || !uatomic_read(&engine->watching))
+        return;
+    if (gfr_rdma_pollers_watch(engine, gfr_now_ns()))
+        return;
+    uatomic_set(&engine->watching, 0);
+    cmm_smp_mb();
+    if (gfr_rdma_pollers_watch(engine, gfr_now_ns()))
+        uatomic_set(&engine->watching, 1);
+}
+
 /* Devices whose async events the CM thread watches; more are not
  * watched (a process of GlusterFS uses one or two). */
 #define WATCHED_DEVICES 16
@@ -560,8 +580,9 @@ cm_main(void *arg)
             break;
         ndevs = gfr_rdma_async_fds(engine, pfds + 2, devs, WATCHED_DEVICES);
         /* Also every 100 ms without events: handshakes expire and
-         * listeners come back on their own. */
-        if (poll(pfds, 2 + ndevs, 100) < 0)
+         * listeners come back on their own; every GFR_RELAY_AFTER_MS while
+         * pollers run handlers, so that a long one gets a relay. */
+        if (poll(pfds, 2 + ndevs, uatomic_read(&engine->watching) ? GFR_RELAY_AFTER_MS : 100) < 0)
             for (unsigned i = 0; i < 2 + ndevs; i++)
                 pfds[i].revents = 0;
         for (unsigned i = 0; i < ndevs; i++)
@@ -578,6 +599,7 @@ cm_main(void *arg)
         reap_all(engine);
         run_timers(engine);
         gfr_rdma_dev_check_posts(engine, gfr_now_ns());
+        watch_handlers(engine);
         gfr_rdma_dev_free_removed(engine);
         relisten(engine);
     }
@@ -599,8 +621,9 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
         gfr_rdma_log("bad options: %s", why);
         return -EINVAL;
     }
-    if (opts->dispatch == GFR_DISPATCH_POOL && !pool) {
-        gfr_rdma_log("bad options: dispatch=pool needs a worker pool");
+    if (opts->dispatch != GFR_DISPATCH_INLINE && !pool) {
+        gfr_rdma_log("bad options: dispatch=%s needs a worker pool",
+                     gfr_dispatch_str(opts->dispatch));
         return -EINVAL;
     }
     engine = calloc(1, sizeof(*engine));
@@ -608,7 +631,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
         return -ENOMEM;
     engine->opts = *opts;
     engine->on_wc = gfr_rdma_cq_complete;
-    engine->pool = opts->dispatch == GFR_DISPATCH_POOL ? pool : NULL;
+    engine->pool = opts->dispatch == GFR_DISPATCH_INLINE ? NULL : pool;
     engine->trace = opts->latency_stats == GFR_LATENCY_STATS_ON;
     pthread_mutex_init(&engine->lock, NULL);
     pthread_mutex_init(&engine->note_lock, NULL);

@@ -28,6 +28,8 @@
 
 #include "gfr_cm_private.h"
 #include "gfr_credits.h"
+#include "gfr_pool.h"
+#include "gfr_rtt.h"
 #include "gfr_rdma.h"
 #include "gfr_wire.h"
 #include "gfr_xfer.h"
@@ -77,6 +79,9 @@ struct gfr_rdma_wr {
 
 #define GFR_PBUF_CLASSES 4
 
+/* Work completions reaped per ibv_poll_cq. */
+#define GFR_POLL_BATCH 32
+
 /* A registered buffer RDMA READs pull into (rdma-pbuf.c). */
 struct gfr_rdma_pbuf {
     struct cds_wfcq_node node;       /* on its poller's returns */
@@ -109,9 +114,41 @@ struct gfr_rdma_poller {
     uint64_t st_polls, st_completions, st_reaped_after_sleep;
     uint64_t st_sleeps, st_wakeups, st_asleep_ns, st_spin_ns, st_window_ns;
     uint64_t started_ns;
-    int woke; /* the poller thread's own (read by its completion handlers):
+    int woke; /* the polling thread's own (read by its completion handlers):
                * its last wait ended by an event and no poll has found a
                * completion since */
+    /* Written by any thread (uatomic): submitters kicking it awake,
+     * relays started, handlers run on the poller thread. */
+    uint64_t st_kicks, st_relays, st_direct;
+
+    /* Polling where a reply is expected (rdma-poller.c), uatomic, any
+     * thread: requests of its client connections waiting for replies, the
+     * time until which polling for them pays, whether the poller is going
+     * to sleep or asleep (then a submitter kicks kick_fd). */
+    unsigned long awaiting;
+    uint64_t expect_until_ns;
+    int asleep;
+    int kick_fd;
+
+    /* Only the thread holding poll_lock polls the CQ, waits on its channel
+     * and touches what the lines above say is the poller's own: the
+     * poller thread, or while that runs handlers (dispatch=direct) the
+     * relay, a pool job that polls in its place. */
+    pthread_mutex_t poll_lock;
+    int relaying; /* the holder is the relay: deliveries go to the pool */
+    /* dispatch=direct: the deliveries of the current batch of completions,
+     * run once the batch is handled (the holder's own). */
+    struct gfr_pool_job *direct[GFR_POLL_BATCH];
+    unsigned ndirect;
+    /* The poller thread runs handlers, poll_lock released (uatomic):
+     * since when, and how many runs began; the relay's job, and whether
+     * it is asked for or running (0 / 1). */
+    int handling;
+    uint64_t handling_since_ns;
+    unsigned long handling_seq;
+    int relay_asked;
+    struct gfr_pool_job relay_job;
+    unsigned long watch_seq; /* CM thread: handling_seq at its last look */
 };
 
 /* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's
@@ -370,7 +407,19 @@ struct gfr_rdma_conn {
     /* "HOST port N" of the peer, for log messages: written before the
      * connection is visible to another thread, read-only after. */
     char peer_name[GFR_RDMA_PEER_NAME_MAX];
-    struct gfr_pool_client *pool_client; /* dispatch=pool */
+    struct gfr_pool_client *pool_client; /* dispatch=pool or direct */
+    /* dispatch=direct: messages still to go through the pool after a
+     * handler of this connection ran long (rdma-rx.c; poller thread). */
+    unsigned pool_for;
+    /* A client's requests awaiting replies, when each was sent (by xid),
+     * and their round trips (rdma-poller.c's reply-expected polling).
+     * Under conn->lock. */
+    unsigned long awaiting;
+    struct gfr_rdma_sent_at {
+        uint32_t xid;
+        uint64_t ns;
+    } sent_at[GFR_RDMA_XID_BUCKETS];
+    struct gfr_rtt rtt;
     struct gfr_rdma_trace_call trace_out[GFR_RDMA_TRACE_CALLS];
     struct gfr_rdma_trace_call trace_in[GFR_RDMA_TRACE_CALLS];
     /* The problems logged about it and the last one (rdma-log.c), under
@@ -481,6 +530,11 @@ struct gfr_rdma {
     /* transport.rdma.latency-stats (rdma-trace.c): the stage histograms
      * (atomic adds from any thread) and the calls they could not time. */
     int trace;
+    /* dispatch=direct: the CM thread ticks every GFR_RELAY_AFTER_MS to
+     * watch handler runs (rdma-poller.c) while this is set (uatomic; set
+     * by a poller beginning a run, cleared by the CM thread when a tick
+     * saw none). */
+    int watching;
     struct gfr_hist stage[GFR_STAGE_COUNT];
     unsigned long untraced; /* uatomic */
     pthread_mutex_t note_lock; /* each connection's last_error */
@@ -539,6 +593,16 @@ void gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns);
 void gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs);
 void gfr_rdma_dev_free_removed(struct gfr_rdma *engine);
 void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
+
+/* rdma-poller.c: the pollers, reply-expected polling, direct dispatch */
+#define GFR_RELAY_AFTER_MS 20 /* a handler run this long gets a relay */
+int gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
+                          const char *name);
+void gfr_rdma_poller_stop(struct gfr_rdma_poller *p);
+void gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns);
+void gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n);
+void gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job);
+int gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns);
 
 /* rdma-qp.c: references, failing and draining, the send-queue ring */
 void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);

@@ -15,7 +15,7 @@
 #include <string.h>
 
 static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
-static const char *const dispatch_names[] = {"pool", "inline", NULL};
+static const char *const dispatch_names[] = {"pool", "inline", "direct", NULL};
 static const char *const rq_names[] = {"srq", "per-connection", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
 
@@ -40,8 +40,9 @@ static const struct opt_desc descs[] = {
     CHOICE("poll-mode", poll_names, "adaptive", poll_mode),
     NUMBER("spin-us", GFR_OPT_UINT, 0, 1000000, "50", spin_us),
     NUMBER("spin-max-us", GFR_OPT_UINT, 0, 1000000, "2000", spin_max_us),
+    NUMBER("reply-spin-max-us", GFR_OPT_UINT, 0, 1000000, "10000", reply_spin_max_us),
     NUMBER("pollers", GFR_OPT_UINT, 1, 64, "1", pollers),
-    CHOICE("dispatch", dispatch_names, "pool", dispatch),
+    CHOICE("dispatch", dispatch_names, "direct", dispatch),
     CHOICE("receive-queue", rq_names, "srq", receive_queue),
     NUMBER("credits", GFR_OPT_UINT, 2, 4096, "64", credits),
     NUMBER("inline-max", GFR_OPT_SIZE, 256, 16 << 20, "8K", inline_max),
@@ -267,4 +268,10 @@ const char *
 gfr_poll_mode_str(enum gfr_poll_mode mode)
 {
     return (unsigned)mode <= GFR_POLL_EVENT ? poll_names[mode] : "unknown";
+}
+
+const char *
+gfr_dispatch_str(enum gfr_dispatch dispatch)
+{
+    return (unsigned)dispatch <= GFR_DISPATCH_DIRECT ? dispatch_names[dispatch] : "unknown";
 }

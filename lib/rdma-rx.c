@@ -19,6 +19,7 @@
 
 #include <urcu/uatomic.h>
 
+#include "gfr_clock.h"
 #include "rdma-internal.h"
 
 /* The steps enum gfr_rx_state allows (rdma-internal.h). */
@@ -85,6 +86,23 @@ rx_release(struct gfr_rdma_rxmsg *m, int status)
         gfr_rdma_offer_settle(m->conn, m->reply_to, GFR_OFFER_DELIVERY, status);
 }
 
+/* Hands d's message to the owner (unless the pool is cancelling it: the
+ * message dies with the process), then lets it go.  The caller keeps its
+ * reference on the connection. */
+static void
+delivery_run(struct gfr_rdma_delivery *d, int status)
+{
+    struct gfr_rdma_conn *conn = d->m.conn;
+
+    if (status == 0) {
+        gfr_rdma_rx_advance(&d->m, GFR_RX_OWNED);
+        conn->ops->received(conn, &d->m.rx, conn->cb_arg);
+    }
+    rx_release(&d->m, 0);
+    free(d);
+}
+
+/* A delivery as a pool job (a pool worker). */
 static void
 run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
 {
@@ -92,31 +110,57 @@ run_delivery(struct gfr_pool_job *job, void *cb_arg, int status)
     struct gfr_rdma_conn *conn = d->m.conn;
 
     (void)cb_arg;
-    /* A pool being destroyed cancels: the message dies with the process. */
-    if (status == 0) {
-        gfr_rdma_rx_advance(&d->m, GFR_RX_OWNED);
-        conn->ops->received(conn, &d->m.rx, conn->cb_arg);
-    }
-    rx_release(&d->m, 0);
-    free(d);
+    delivery_run(d, status);
+    gfr_rdma_conn_put(conn);
+}
+
+/* Messages of a connection that go through the pool after one of its
+ * handlers ran on the poller for GFR_RELAY_AFTER_MS or longer. */
+#define POOL_AFTER_SLOW_HANDLER 1024
+
+/*
+ * A delivery on the poller thread (dispatch=direct, run after its batch by
+ * rdma-poller.c).  A handler that ran as long as a relay takes to start
+ * sends its connection's next messages through the pool: its handlers
+ * block or are slow, and must not hold the poller.  pool_for is uatomic
+ * (deliver reads it on a relay too).
+ */
+static void
+run_delivery_direct(struct gfr_pool_job *job, void *cb_arg, int status)
+{
+    struct gfr_rdma_delivery *d = caa_container_of(job, struct gfr_rdma_delivery, job);
+    struct gfr_rdma_conn *conn = d->m.conn;
+    uint64_t start = gfr_now_ns();
+
+    (void)cb_arg;
+    delivery_run(d, status);
+    if (gfr_now_ns() - start >= GFR_RELAY_AFTER_MS * 1000000ull)
+        uatomic_set(&conn->pool_for, POOL_AFTER_SLOW_HANDLER);
     gfr_rdma_conn_put(conn);
 }
 
 /*
- * Hands m to its received callback: as a pool job, one pool client per
- * connection, or on this thread with dispatch=inline (or when the pool
- * cannot take it: handled late rather than dropped); released once
+ * Hands m to its received callback.  dispatch=direct: after the poller's
+ * current batch, on the poller thread (unless a relay polls, or the
+ * connection's handlers were slow: then as dispatch=pool); pool: as a pool
+ * job, one pool client per connection; inline (or when the pool cannot
+ * take it: handled late rather than dropped): at once.  Released once
  * received has returned.  m is on the caller's stack with its head in a
- * receive buffer (copied for the pool), or it is held->m, a pulled
- * message, whose head is in its pull buffer.  Poller thread, no lock
- * held.
+ * receive buffer (copied unless handled at once), or it is held->m, a
+ * pulled message, whose head is in its pull buffer.  The polling thread,
+ * no lock held.
  */
 static void
 deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
 {
     struct gfr_rdma_conn *conn = m->conn;
     struct gfr_rdma_delivery *d = held;
+    int direct = conn->engine->opts.dispatch == GFR_DISPATCH_DIRECT && !conn->poller->relaying;
 
+    if (direct && uatomic_read(&conn->pool_for)) {
+        uatomic_dec(&conn->pool_for);
+        direct = 0;
+    }
     gfr_rdma_rx_advance(m, GFR_RX_DELIVERING);
     if (conn->pool_client && !d) {
         d = malloc(sizeof(*d) + m->rx.head_len);
@@ -127,8 +171,12 @@ deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
         }
     }
     if (conn->pool_client && d) {
-        gfr_pool_job_init(&d->job, run_delivery, NULL);
+        gfr_pool_job_init(&d->job, direct ? run_delivery_direct : run_delivery, NULL);
         gfr_rdma_conn_get(conn);
+        if (direct) {
+            gfr_rdma_poller_defer(conn->poller, &d->job);
+            return;
+        }
         if (gfr_pool_submit(conn->engine->pool, &d->job, conn->pool_client,
                             GFR_POOL_PRIO_NORMAL) == 0)
             return;
@@ -138,6 +186,27 @@ deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
     conn->ops->received(conn, &m->rx, conn->cb_arg);
     rx_release(m, 0);
     free(d);
+}
+
+/*
+ * A reply to one of our requests is in (rdma-poller.c's reply-expected
+ * polling): it no longer awaits, and its round trip is sampled when its
+ * stamp is still there (64 requests later it is not).  Caller holds
+ * conn->lock.
+ */
+static void
+reply_came_locked(struct gfr_rdma_conn *conn, uint32_t xid)
+{
+    struct gfr_rdma_sent_at *sent = &conn->sent_at[xid % GFR_RDMA_XID_BUCKETS];
+
+    if (!conn->awaiting)
+        return;
+    conn->awaiting--;
+    gfr_rdma_poller_replied(conn->poller, 1);
+    if (sent->ns && sent->xid == xid) {
+        gfr_rtt_sample(&conn->rtt, gfr_now_ns() - sent->ns);
+        sent->ns = 0;
+    }
 }
 
 /*
@@ -165,6 +234,8 @@ pull_finished(struct gfr_rdma_xfer *x, int status)
     deliver_it = status == 0 && conn->state != GFR_CONN_DISCONNECTING;
     if (deliver_it) {
         conn->stats.received++;
+        if (d->m.rx.is_reply)
+            reply_came_locked(conn, d->m.rx.xid);
         gfr_rdma_rx_advance(&d->m, GFR_RX_DONE_SENT);
         if (gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
             gfr_rdma_conn_fail_locked(conn, -ENOMEM);
@@ -337,6 +408,8 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
                 plan.refuse = 1;
         } else if (is_data(&msg)) {
             conn->stats.received++; /* a pulled one is counted when its pull ends */
+            if (m.rx.is_reply)
+                reply_came_locked(conn, msg.hdr.xid);
         }
     }
     pthread_mutex_unlock(&conn->lock);

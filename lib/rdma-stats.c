@@ -99,6 +99,9 @@ poller_info(const struct gfr_rdma_poller *p, struct gfr_rdma_poller_info *info,
     info->asleep_ns = CMM_LOAD_SHARED(p->st_asleep_ns);
     info->spin_ns = CMM_LOAD_SHARED(p->st_spin_ns);
     info->window_ns = CMM_LOAD_SHARED(p->st_window_ns);
+    info->kicks = uatomic_read(&p->st_kicks);
+    info->direct = uatomic_read(&p->st_direct);
+    info->relays = uatomic_read(&p->st_relays);
     info->alive_ns = p->started_ns && now > p->started_ns ? now - p->started_ns : 0;
 }
 
@@ -117,7 +120,7 @@ gfr_rdma_snapshot(struct gfr_rdma *engine, struct gfr_rdma_snapshot **snapp)
     if (!snap)
         return -ENOMEM;
     snap->poll_mode = gfr_poll_mode_str(engine->opts.poll_mode);
-    snap->dispatch = engine->opts.dispatch == GFR_DISPATCH_POOL ? "pool" : "inline";
+    snap->dispatch = gfr_dispatch_str(engine->opts.dispatch);
     snap->latency_stats = engine->trace;
 
     pthread_mutex_lock(&engine->lock);

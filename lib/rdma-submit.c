@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gfr_clock.h"
 #include "rdma-internal.h"
 
 /* How a message travels (see gfr_rdma_msg). */
@@ -275,6 +276,29 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
     return err;
 }
 
+/*
+ * A message of ours that is not a reply, on a connection we opened, is a
+ * request whose reply will come: the poller polls for it a while rather
+ * than sleep (rdma-poller.c, reply-spin-max-us; adaptive polling only).
+ * The time it was sent is kept for its round trip (rdma-rx.c).  Caller
+ * holds conn->lock.
+ */
+static void
+await_reply_locked(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
+{
+    const struct gfr_rdma_opts *opts = &conn->engine->opts;
+
+    if (msg->is_reply || conn->is_server || opts->poll_mode != GFR_POLL_ADAPTIVE ||
+        !opts->reply_spin_max_us)
+        return;
+    conn->awaiting++;
+    conn->sent_at[msg->xid % GFR_RDMA_XID_BUCKETS] =
+        (struct gfr_rdma_sent_at){.xid = msg->xid, .ns = gfr_now_ns()};
+    gfr_rdma_poller_expect(conn->poller,
+                           gfr_rtt_bound(&conn->rtt, (uint64_t)opts->spin_us * 1000,
+                                         (uint64_t)opts->reply_spin_max_us * 1000));
+}
+
 /* Is xid already awaiting a DONE or a reply?  Caller holds conn->lock. */
 static int
 xid_busy_locked(struct gfr_rdma_conn *conn, const struct submission *s)
@@ -310,6 +334,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         GFR_WIRE_HDR_SIZE + s.head_len + s.bulk_len <= inline_max) {
         s.layout = LAYOUT_INLINE; /* no offer: nothing to track */
         err = transmit_locked(conn, &s);
+        if (!err)
+            await_reply_locked(conn, msg);
         pthread_mutex_unlock(&conn->lock);
         free(s.wl);
         return err;
@@ -351,6 +377,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         err = transmit_locked(conn, &s);
         if (err)
             cds_list_del_init(&s.offer->link);
+        else
+            await_reply_locked(conn, msg);
     }
     pthread_mutex_unlock(&conn->lock);
 out:

@@ -398,12 +398,6 @@ disconnect_all(void)
     pthread_mutex_unlock(&g.lock);
 }
 
-static const char *
-dispatch_str(const struct gfr_rdma_opts *opts)
-{
-    return opts->dispatch == GFR_DISPATCH_POOL ? "pool" : "inline";
-}
-
 static int
 run_latency(const struct gfr_rdma_opts *opts, int json)
 {
@@ -437,14 +431,14 @@ run_latency(const struct gfr_rdma_opts *opts, int json)
         printf("{\"mode\":\"lat\",\"size\":%zu,\"iterations\":%lu,\"poll_mode\":\"%s\","
                "\"dispatch\":\"%s\",\"rtt_min_us\":%.2f,\"rtt_typical_us\":%.2f,"
                "\"rtt_avg_us\":%.2f,\"rtt_p99_us\":%.2f,\"rtt_p999_us\":%.2f}\n",
-               g.size, n, gfr_poll_mode_str(opts->poll_mode), dispatch_str(opts),
+               g.size, n, gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch),
                US(r[0]), US(r[n / 2]), US(sum / (double)n), US(r[(n * 99) / 100]),
                US(r[(n * 999) / 1000]));
     else
         printf(" #bytes #iterations  rtt_min[us]  rtt_typical[us]  rtt_avg[us]  "
                "rtt_p99[us]  rtt_p99.9[us]  (%s, %s)\n %-6zu %-11lu  %-11.2f  %-15.2f  "
                "%-11.2f  %-11.2f  %.2f\n",
-               gfr_poll_mode_str(opts->poll_mode), dispatch_str(opts), g.size, n,
+               gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch), g.size, n,
                US(r[0]), US(r[n / 2]), US(sum / (double)n), US(r[(n * 99) / 100]),
                US(r[(n * 999) / 1000]));
     return 0;
@@ -508,12 +502,12 @@ run_window(const struct gfr_rdma_opts *opts, int json)
                    "\"count\":%lu,\"poll_mode\":\"%s\",\"dispatch\":\"%s\","
                    "\"mb_per_s\":%.2f,\"registrations\":%lu,\"registration_us_avg\":%.2f}\n",
                    g.reverse ? "reply-write" : "request-read", g.size, g.window,
-                   g.finished, gfr_poll_mode_str(opts->poll_mode), dispatch_str(opts),
+                   g.finished, gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch),
                    mbps, regs, regs ? (double)reg_ns / 1e3 / (double)regs : 0.0);
         else
             printf(" #bytes  window  #requests  BW[MB/s]  direction     registrations  "
                    "avg reg+dereg[us]  (%s, %s)\n %-7zu %-7u %-10lu %-9.2f %-13s %-14lu %.2f\n",
-                   gfr_poll_mode_str(opts->poll_mode), dispatch_str(opts), g.size,
+                   gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch), g.size,
                    g.window, g.finished, mbps, g.reverse ? "reply-write" : "request-read",
                    regs, regs ? (double)reg_ns / 1e3 / (double)regs : 0.0);
     } else {
@@ -524,11 +518,11 @@ run_window(const struct gfr_rdma_opts *opts, int json)
                    "\"requests\":%lu,\"poll_mode\":\"%s\",\"dispatch\":\"%s\","
                    "\"requests_per_s\":%.0f}\n",
                    g.nconns, g.window, g.size, g.finished,
-                   gfr_poll_mode_str(opts->poll_mode), dispatch_str(opts), rate);
+                   gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch), rate);
         else
             printf(" #conns  depth  #bytes  #requests  requests/s  (%s, %s)\n"
                    " %-7u %-6u %-7zu %-10lu %.0f\n",
-                   gfr_poll_mode_str(opts->poll_mode), dispatch_str(opts), g.nconns,
+                   gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch), g.nconns,
                    g.window, g.size, g.finished, rate);
     }
     return 0;

@@ -48,12 +48,19 @@ volume_option_t options[] = {
      .description = "Adaptive polling: the longest time a poller polls before sleeping "
                     "(the window grows while messages come sooner than this); at or "
                     "below spin-us the window is fixed at spin-us."},
+    {.key = {"transport.rdma.reply-spin-max-us"}, .type = GF_OPTION_TYPE_INT, .min = 0,
+     .max = 1000000, .default_value = "10000",
+     .description = "The longest time a client's poller polls for the replies it "
+                    "expects (about the mean round trip plus four deviations, "
+                    "at most this) before it sleeps; 0: never polls for them."},
     {.key = {"transport.rdma.pollers"}, .type = GF_OPTION_TYPE_INT, .min = 1, .max = 64,
      .default_value = "1", .description = "Completion-queue poller threads per device."},
     {.key = {"transport.rdma.dispatch"}, .type = GF_OPTION_TYPE_STR,
-     .value = {"pool", "inline"}, .default_value = "pool",
-     .description = "Where received messages are handled: the global worker pool, "
-                    "or inline on the poller thread."},
+     .value = {"pool", "inline", "direct"}, .default_value = "direct",
+     .description = "Where received messages are handled: direct (on the poller "
+                    "thread, a pool worker polling in its place while a handler "
+                    "blocks or runs long), pool (the global worker pool) or inline "
+                    "(on the poller thread, nothing polls meanwhile)."},
     {.key = {"transport.rdma.receive-queue"}, .type = GF_OPTION_TYPE_STR,
      .value = {"srq", "per-connection"}, .default_value = "srq",
      .description = "Receive buffers shared by the device's connections (srq) or "

@@ -11,9 +11,13 @@
  * references as soon as submit returns.
  *
  * A READ request offers its reply buffer (rsp_payload) to the server when
- * the data would not fit inline anyway; the server then RDMA-writes the
- * data straight into it.  Smaller READ replies come inline, where copying
- * 4 KiB costs less than registering the buffer.
+ * the data and the reply's headers (REPLY_HEADER_ROOM) would not fit
+ * inline anyway; the server then RDMA-writes the data straight into it.
+ * Smaller READ replies, 4 KiB reads with the default inline-max of 8 KiB
+ * among them, come inline: copying 4 KiB costs about a microsecond, while
+ * registering and deregistering the buffer cost 160-190 us a read in the
+ * VM (docs/performance.md).  A reply whose headers turn out larger than the
+ * room left still arrives, as a read list.
  *
  * Called by rpc-clnt with its conn->lock held and by rpcsvc from any
  * thread; takes priv->lock around the engine call (see plugin-conn.c).
@@ -24,6 +28,10 @@
 
 #include "gfr_plugin.h"
 #include "rpc-frame.h"
+
+/* Room for a READ reply's RPC and program headers (rpc reply, gfx_read_rsp
+ * with its iatt: about 200 bytes, more with xdata). */
+#define REPLY_HEADER_ROOM 1024
 
 /* What a record keeps alive until the engine is done with its buffers. */
 struct gfr_tx {
@@ -131,7 +139,8 @@ submit_record(rpc_transport_t *this, const struct record *r)
         return -ENOTCONN;
     }
     /* Only READ offers a reply buffer, and only one. */
-    offer = r->offer_cnt == 1 && r->offer->iov_len > gfr_rdma_max_inline(priv->conn) / 2;
+    offer = r->offer_cnt == 1 &&
+            r->offer->iov_len + REPLY_HEADER_ROOM > gfr_rdma_max_inline(priv->conn);
     if (!offer && GFR_FRAME_PREFIX + header_len + payload_len <=
                       gfr_rdma_max_inline(priv->conn)) {
         head[0].iov_base = inline_prefix; /* copied before submit returns */

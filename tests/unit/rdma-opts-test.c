@@ -24,7 +24,8 @@ test_defaults_are_consistent(void **state)
     gfr_rdma_opts_init(&opts);
     assert_int_equal(gfr_rdma_opts_check(&opts, why, sizeof(why)), 0);
     assert_int_equal(opts.poll_mode, GFR_POLL_ADAPTIVE);
-    assert_int_equal(opts.dispatch, GFR_DISPATCH_POOL);
+    assert_int_equal(opts.dispatch, GFR_DISPATCH_DIRECT);
+    assert_int_equal(opts.reply_spin_max_us, 10000);
     assert_int_equal(opts.receive_queue, GFR_RQ_SRQ);
     assert_int_equal(opts.inline_max, 8192);
     assert_int_equal(opts.gid_index, -1);
@@ -98,7 +99,7 @@ test_bad_values_name_the_option_and_the_range(void **state)
     expect_bad("poll-mode", "spin", -EINVAL,
                "poll-mode: 'spin' is not one of busy, adaptive, event");
     expect_bad("dispatch", "threads", -EINVAL,
-               "dispatch: 'threads' is not one of pool, inline");
+               "dispatch: 'threads' is not one of pool, inline, direct");
     expect_bad("receive-queue", "shared", -EINVAL,
                "receive-queue: 'shared' is not one of srq, per-connection");
     expect_bad("credits", "1", -EINVAL,
@@ -146,6 +147,7 @@ poke(struct gfr_rdma_opts *o, const char *key, long long value)
     } fields[] = {
 #define F(k, f) {k, offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)}
         F("poll-mode", poll_mode), F("spin-us", spin_us), F("spin-max-us", spin_max_us),
+        F("reply-spin-max-us", reply_spin_max_us),
         F("pollers", pollers), F("dispatch", dispatch), F("receive-queue", receive_queue),
         F("credits", credits), F("inline-max", inline_max), F("max-msg", max_msg),
         F("segment-size", segment_size), F("rdma-depth", rdma_depth),
@@ -218,7 +220,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
         }
         n++;
     }
-    assert_int_equal(n, 19);
+    assert_int_equal(n, 20);
 }
 
 int

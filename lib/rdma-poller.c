@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A device's pollers: each a thread that reaps one CQ and hands every work
+ * completion up through engine->on_wc.  How it waits (docs/engine.md):
+ *  - poll-mode adaptive: a window that follows the gap between
+ *    completions (gfr_spin_window.h), and beyond it, while requests of its
+ *    client connections wait for replies, as long as a reply is expected
+ *    (gfr_rtt.h, "Polling where a reply is expected"); a submitter kicks a
+ *    sleeping poller awake, so the wake-up overlaps the round trip instead
+ *    of following it;
+ *  - busy: never sleeps; event: sleeps after every empty poll.
+ * With dispatch=direct the poller runs the handlers of what it reaped
+ * itself, after each batch; while it does, a relay (a pool job) may poll
+ * in its place: asked for by gfr_pool_block_begin in a handler, or by the
+ * CM thread when one handler run lasts GFR_RELAY_AFTER_MS
+ * (gfr_rdma_pollers_watch).
+ *
+ * Locking: poll_lock is held by whoever polls the CQ (the poller thread,
+ * or the relay while the poller thread runs handlers); it alone touches
+ * the CQ, the channel and the poller's own state (counters written with
+ * POLLER_ADD, pull-buffer lists, direct[]).  The fields a submitter or the
+ * CM thread read are uatomic, with the barriers their functions name.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <urcu/arch.h>
+#include <urcu/uatomic.h>
+#include <urcu/urcu-memb.h>
+
+#include "gfr_clock.h"
+#include "gfr_spin_window.h"
+#include "rdma-internal.h"
+
+/* Adds to one of the poller's own counters (the poll_lock holder is their
+ * only writer). */
+#define POLLER_ADD(p, field, n) CMM_STORE_SHARED((p)->field, (p)->field + (n))
+
+/* Is a reply expected now?  Any thread; a hint: a stale answer costs one
+ * poll more or one sleep early. */
+static int
+expecting(struct gfr_rdma_poller *p, uint64_t now)
+{
+    return uatomic_read(&p->awaiting) > 0 && now < uatomic_read(&p->expect_until_ns);
+}
+
+static void
+kick(struct gfr_rdma_poller *p)
+{
+    uint64_t one = 1;
+
+    if (write(p->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        gfr_rdma_log("poller %u: cannot wake it: %s", p->index, strerror(errno));
+}
+
+/*
+ * A poller's handler run needs someone to poll in its place: queues the
+ * relay once (relay_asked), at high priority.  Any thread.
+ */
+static void relay_run(struct gfr_pool_job *job, void *cb_arg, int status);
+
+static void
+relay_ask(struct gfr_rdma_poller *p)
+{
+    if (uatomic_cmpxchg(&p->relay_asked, 0, 1) != 0)
+        return;
+    gfr_pool_job_init(&p->relay_job, relay_run, NULL);
+    if (gfr_pool_submit(p->dev->engine->pool, &p->relay_job, NULL, GFR_POOL_PRIO_HIGH) != 0) {
+        uatomic_set(&p->relay_asked, 0); /* the pool is going: nothing to relay to */
+        return;
+    }
+    uatomic_inc(&p->st_relays);
+}
+
+/* gfr_pool_block_begin on the poller thread: a handler is about to block. */
+static void
+poller_blocking(void *cb_arg)
+{
+    struct gfr_rdma_poller *p = cb_arg;
+
+    if (uatomic_read(&p->handling))
+        relay_ask(p);
+}
+
+/*
+ * Runs the deliveries the batch deferred (dispatch=direct), in the order
+ * their completions came, with poll_lock released so that a relay can
+ * poll meanwhile; takes poll_lock back before returning, waiting for a
+ * relay to stop.  handling is published after handling_since_ns and
+ * handling_seq (for gfr_rdma_pollers_watch); after the run a relay still
+ * asked for is kicked, as it may sleep on the channel.  Poller thread.
+ */
+static void
+run_direct(struct gfr_rdma_poller *p)
+{
+    struct gfr_rdma *engine = p->dev->engine;
+    struct gfr_pool_job *jobs[GFR_POLL_BATCH];
+    unsigned n = p->ndirect;
+
+    memcpy(jobs, p->direct, n * sizeof(jobs[0]));
+    p->ndirect = 0;
+    uatomic_add(&p->st_direct, n);
+    uatomic_set(&p->handling_since_ns, gfr_now_ns());
+    uatomic_inc(&p->handling_seq);
+    cmm_smp_wmb();
+    uatomic_set(&p->handling, 1);
+    if (!uatomic_read(&engine->watching) && uatomic_cmpxchg(&engine->watching, 0, 1) == 0) {
+        uint64_t one = 1;
+
+        /* The CM thread ticks slowly while no handler runs: make it look. */
+        if (write(engine->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            gfr_rdma_log("poller %u: cannot wake the CM thread: %s", p->index,
+                         strerror(errno));
+    }
+    pthread_mutex_unlock(&p->poll_lock);
+    for (unsigned i = 0; i < n; i++)
+        jobs[i]->fn(jobs[i], jobs[i]->cb_arg, 0);
+    uatomic_set(&p->handling, 0);
+    cmm_smp_mb();
+    if (uatomic_read(&p->relay_asked))
+        kick(p);
+    pthread_mutex_lock(&p->poll_lock);
+}
+
+static int
+poll_once(struct gfr_rdma_poller *p)
+{
+    struct ibv_wc wcs[GFR_POLL_BATCH];
+    int n = ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
+
+    POLLER_ADD(p, st_polls, 1);
+    if (n <= 0)
+        return n;
+    POLLER_ADD(p, st_completions, (uint64_t)n);
+    if (p->woke)
+        POLLER_ADD(p, st_reaped_after_sleep, (uint64_t)n);
+    for (int i = 0; i < n; i++)
+        p->dev->engine->on_wc(p, &wcs[i]);
+    p->woke = 0;
+    if (p->ndirect)
+        run_direct(p);
+    return n;
+}
+
+/*
+ * Sleeps on the completion channel and the kick eventfd.  The CQ is armed
+ * and polled once more before sleeping, so a completion that arrived
+ * between the last empty poll and the arming is not left waiting for the
+ * next one (perftest#137).  asleep is set before the last look at
+ * expecting() with a full barrier between, and a submitter sets awaiting
+ * before it reads asleep (gfr_rdma_poller_expect): one of the two sees the
+ * other.  Wakes every 100 ms to notice `stopping`.  The completions the
+ * next poll finds after an event count as reaped after a sleep (p->woke).
+ * Caller holds poll_lock.
+ */
+static void
+wait_for_event(struct gfr_rdma_poller *p)
+{
+    struct pollfd pfd[2] = {{.fd = p->channel->fd, .events = POLLIN},
+                            {.fd = p->kick_fd, .events = POLLIN}};
+    struct ibv_cq *cq;
+    uint64_t start, count;
+    void *ctx;
+    int ready;
+
+    if (ibv_req_notify_cq(p->cq, 0) != 0) {
+        gfr_rdma_log("poller %u: ibv_req_notify_cq failed: %s", p->index, strerror(errno));
+        return;
+    }
+    if (poll_once(p) > 0)
+        return;
+    uatomic_set(&p->asleep, 1);
+    cmm_smp_mb();
+    if (expecting(p, gfr_now_ns())) {
+        uatomic_set(&p->asleep, 0);
+        return;
+    }
+    POLLER_ADD(p, st_sleeps, 1);
+    start = gfr_now_ns();
+    ready = poll(pfd, 2, 100);
+    POLLER_ADD(p, st_asleep_ns, gfr_now_ns() - start);
+    uatomic_set(&p->asleep, 0);
+    if (ready <= 0)
+        return;
+    if ((pfd[1].revents & POLLIN) && read(p->kick_fd, &count, sizeof(count)) < 0 &&
+        errno != EAGAIN)
+        gfr_rdma_log("poller %u: reading its eventfd: %s", p->index, strerror(errno));
+    if ((pfd[0].revents & POLLIN) && ibv_get_cq_event(p->channel, &cq, &ctx) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        POLLER_ADD(p, st_wakeups, 1);
+        p->woke = 1;
+    }
+}
+
+/*
+ * Polls for up to spin_ns, and on while a reply is expected; 1 when
+ * something completed.  Every 64 empty polls it reads the clock and
+ * yields: a poller must not keep the CPU from the threads that produce
+ * what it waits for (the worker serving the request, rxe's kernel work),
+ * which on a machine with few cores share its CPU (docs/performance.md).
+ * Caller holds poll_lock.
+ */
+static int
+spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
+{
+    uint64_t start = gfr_now_ns();
+    uint64_t now = start;
+    int found = 0;
+
+    for (unsigned i = 1; !uatomic_read(&p->stopping); i++) {
+        if (poll_once(p) > 0) {
+            found = 1;
+            break;
+        }
+        caa_cpu_relax();
+        if (i % 64 == 0) {
+            now = gfr_now_ns();
+            if (now - start >= spin_ns && !expecting(p, now))
+                break;
+            sched_yield();
+        }
+    }
+    POLLER_ADD(p, st_spin_ns, gfr_now_ns() - start);
+    return found;
+}
+
+/*
+ * The relay: polls p's CQ while the poller thread runs handlers, then
+ * lets go.  It does not start when the poller thread no longer runs
+ * handlers or holds poll_lock again; what it reaps goes to the pool
+ * (relaying), so no handler runs on it.  A pool worker thread.
+ */
+static void
+relay_run(struct gfr_pool_job *job, void *cb_arg, int status)
+{
+    struct gfr_rdma_poller *p = caa_container_of(job, struct gfr_rdma_poller, relay_job);
+
+    (void)cb_arg;
+    if (status == 0 && uatomic_read(&p->handling) &&
+        pthread_mutex_trylock(&p->poll_lock) == 0) {
+        urcu_memb_register_thread(); /* finds connections in the SRQ's table */
+        p->relaying = 1;
+        while (uatomic_read(&p->handling) && !uatomic_read(&p->stopping))
+            if (!spin(p, 0) && uatomic_read(&p->handling))
+                wait_for_event(p);
+        p->relaying = 0;
+        urcu_memb_unregister_thread();
+        pthread_mutex_unlock(&p->poll_lock);
+    }
+    uatomic_set(&p->relay_asked, 0);
+}
+
+/*
+ * The poller thread.  In adaptive mode the poll before sleeping follows
+ * the gap between completions (gfr_spin_window.h) and goes on while a
+ * reply is expected: in the VM a GlusterFS RPC's messages come 1-3 ms
+ * apart, and every sleep there costs a wake-up of 0.5-1 ms
+ * (docs/performance.md).
+ */
+static void *
+poller_main(void *arg)
+{
+    struct gfr_rdma_poller *p = arg;
+    const struct gfr_rdma_opts *opts = &p->dev->engine->opts;
+    struct gfr_spin_window window;
+    uint64_t start;
+
+    gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
+                         (uint64_t)opts->spin_max_us * 1000);
+    CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
+    urcu_memb_register_thread(); /* finds connections in the SRQ's table */
+    gfr_pool_set_block_hook(poller_blocking, p);
+    pthread_mutex_lock(&p->poll_lock);
+    while (!uatomic_read(&p->stopping)) {
+        if (poll_once(p) > 0)
+            continue;
+        switch (opts->poll_mode) {
+        case GFR_POLL_BUSY:
+            caa_cpu_relax();
+            break;
+        case GFR_POLL_ADAPTIVE:
+            start = gfr_now_ns();
+            if ((window.cur_ns || expecting(p, start)) && spin(p, window.cur_ns))
+                break;
+            wait_for_event(p);
+            gfr_spin_window_slept(&window, gfr_now_ns() - start);
+            CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
+            break;
+        case GFR_POLL_EVENT:
+            wait_for_event(p);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->poll_lock);
+    gfr_pool_set_block_hook(NULL, NULL);
+    urcu_memb_unregister_thread();
+    return NULL;
+}
+
+/*
+ * A request of one of p's client connections waits for its reply, which
+ * is expected within bound_ns: the poller polls until then rather than
+ * sleep, and is kicked awake if it sleeps (so that it is polling by the
+ * time the reply comes).  awaiting is raised before asleep is read, with
+ * a full barrier between (see wait_for_event).  Any thread, no lock
+ * needed.
+ */
+void
+gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns)
+{
+    uint64_t until = gfr_now_ns() + bound_ns;
+    uint64_t cur = uatomic_read(&p->expect_until_ns);
+
+    uatomic_inc(&p->awaiting);
+    while (cur < until) {
+        uint64_t seen = uatomic_cmpxchg(&p->expect_until_ns, cur, until);
+
+        if (seen == cur)
+            break;
+        cur = seen;
+    }
+    cmm_smp_mb();
+    if (uatomic_read(&p->asleep) && uatomic_xchg(&p->asleep, 0)) {
+        uatomic_inc(&p->st_kicks);
+        kick(p);
+    }
+}
+
+/* n requests gfr_rdma_poller_expect counted got their replies, or never
+ * will (their connection ended).  Any thread. */
+void
+gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n)
+{
+    uatomic_sub(&p->awaiting, n);
+}
+
+/* dispatch=direct: job runs on this thread once the current batch of
+ * completions is handled.  The poll_lock holder, never the relay (whose
+ * deliveries go to the pool). */
+void
+gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job)
+{
+    p->direct[p->ndirect++] = job;
+}
+
+/*
+ * The CM thread's look at every poller, every tick while handlers run: a
+ * handler run that began at least GFR_RELAY_AFTER_MS ago and was already
+ * under way at the last look gets a relay.  Returns whether any poller
+ * ran handlers since the last look or runs them now (the CM thread then
+ * keeps ticking every GFR_RELAY_AFTER_MS).  Takes engine->lock.
+ */
+int
+gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns)
+{
+    struct gfr_rdma_dev *dev;
+    int active = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(dev, &engine->devices, link) {
+        for (unsigned i = 0; i < dev->npollers; i++) {
+            struct gfr_rdma_poller *p = &dev->pollers[i];
+            int handling = uatomic_read(&p->handling);
+            unsigned long seq;
+            uint64_t since;
+
+            cmm_smp_rmb();
+            seq = uatomic_read(&p->handling_seq);
+            since = uatomic_read(&p->handling_since_ns);
+            if (seq != p->watch_seq || handling)
+                active = 1;
+            if (handling && seq == p->watch_seq && now_ns > since &&
+                now_ns - since >= GFR_RELAY_AFTER_MS * 1000000ull)
+                relay_ask(p);
+            p->watch_seq = seq;
+        }
+    }
+    pthread_mutex_unlock(&engine->lock);
+    return active;
+}
+
+/* Stops p's thread, waits for a relay to end, and frees its CQ, channel
+ * and pull buffers.  Engine teardown or device removal. */
+void
+gfr_rdma_poller_stop(struct gfr_rdma_poller *p)
+{
+    if (p->started) {
+        uatomic_set(&p->stopping, 1);
+        pthread_join(p->thread, NULL);
+        while (uatomic_read(&p->relay_asked))
+            usleep(1000); /* a relay sees stopping and ends */
+    }
+    if (p->dev) /* its returns stack was initialised */
+        gfr_rdma_pbuf_drain(p);
+    if (p->cq)
+        ibv_destroy_cq(p->cq);
+    if (p->channel)
+        ibv_destroy_comp_channel(p->channel);
+    if (p->dev && p->kick_fd >= 0)
+        close(p->kick_fd);
+    if (p->dev)
+        pthread_mutex_destroy(&p->poll_lock);
+}
+
+int
+gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
+                      const char *name)
+{
+    char thread_name[16];
+    int err;
+
+    p->dev = dev;
+    p->cq_size = cq_size;
+    pthread_mutex_init(&p->poll_lock, NULL);
+    __cds_wfcq_init(&p->pbuf_returns_head, &p->pbuf_returns_tail);
+    p->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->kick_fd < 0) {
+        err = -errno;
+        gfr_rdma_log("%s: cannot create an eventfd for poller %u: %s", name, p->index,
+                     strerror(-err));
+        return err;
+    }
+    p->channel = ibv_create_comp_channel(dev->verbs);
+    p->cq = p->channel ? ibv_create_cq(dev->verbs, cq_size, p, p->channel, 0) : NULL;
+    if (!p->cq) {
+        err = -(errno ? errno : ENOMEM);
+        gfr_rdma_log("%s: cannot create completion channel or a CQ of %d entries "
+                     "for poller %u: %s", name, cq_size, p->index, strerror(-err));
+        return err;
+    }
+    p->started_ns = gfr_now_ns();
+    err = -pthread_create(&p->thread, NULL, poller_main, p);
+    if (err) {
+        gfr_rdma_log("%s: cannot start poller thread %u: %s", name, p->index,
+                     strerror(-err));
+        return err;
+    }
+    p->started = 1;
+    snprintf(thread_name, sizeof(thread_name), "gfr-p%u/%.8s", p->index, name);
+    pthread_setname_np(p->thread, thread_name);
+    return 0;
+}

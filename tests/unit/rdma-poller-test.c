@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * lib/rdma-poller.c over a fake CQ and completion channel (this file's
+ * ibv_create_cq, ibv_get_cq_event and friends replace libibverbs' for the
+ * objects linked here), with a real worker pool:
+ *  - dispatch=direct: the deliveries of a batch run on the poller thread,
+ *    after every completion of the batch was handled, in their order;
+ *  - a handler that calls gfr_pool_block_begin gets a relay: completions
+ *    keep being reaped, on another thread, and their deliveries go to the
+ *    pool; afterwards the poller thread polls again;
+ *  - a handler that blocks without saying so gets a relay from the CM
+ *    thread's watch (gfr_rdma_pollers_watch) once it has run
+ *    GFR_RELAY_AFTER_MS;
+ *  - a sender kicks a sleeping poller awake when it expects a reply, and
+ *    the poller polls instead of sleeping until the reply came.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <urcu/uatomic.h>
+
+#include "gfr_clock.h"
+#include "rdma-internal.h"
+
+/* Waits (up to 10 s) until cond(); fails the test otherwise. */
+#define WAIT_UNTIL(cond)                                                       \
+    do {                                                                       \
+        uint64_t deadline_ = gfr_deadline_ns(10000);                           \
+        while (!(cond) && gfr_now_ns() < deadline_)                            \
+            usleep(1000);                                                      \
+        assert_true(cond);                                                     \
+    } while (0)
+
+/* The fake CQ: completions the test queues, and the channel's eventfd,
+ * written when one is queued while the CQ is armed. */
+static pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_wc queued[64];
+static unsigned nqueued;
+static int armed;
+static struct ibv_cq fake_cq;
+static struct ibv_comp_channel fake_channel;
+static struct ibv_device fake_device;
+static struct ibv_context fake_ctx;
+
+static int
+fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
+{
+    int n = 0;
+
+    (void)cq;
+    pthread_mutex_lock(&cq_lock);
+    while (n < num && (unsigned)n < nqueued) {
+        wc[n] = queued[n];
+        n++;
+    }
+    memmove(queued, queued + n, (nqueued - (unsigned)n) * sizeof(queued[0]));
+    nqueued -= (unsigned)n;
+    pthread_mutex_unlock(&cq_lock);
+    return n;
+}
+
+static int
+fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+    (void)cq;
+    (void)solicited_only;
+    pthread_mutex_lock(&cq_lock);
+    armed = 1;
+    pthread_mutex_unlock(&cq_lock);
+    return 0;
+}
+
+struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *context)
+{
+    fake_channel.context = context;
+    fake_channel.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return &fake_channel;
+}
+
+int
+ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+    close(channel->fd);
+    return 0;
+}
+
+struct ibv_cq *
+ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+              struct ibv_comp_channel *channel, int comp_vector)
+{
+    (void)cqe;
+    (void)comp_vector;
+    fake_cq.context = context;
+    fake_cq.cq_context = cq_context;
+    fake_cq.channel = channel;
+    return &fake_cq;
+}
+
+int
+ibv_destroy_cq(struct ibv_cq *cq)
+{
+    (void)cq;
+    return 0;
+}
+
+int
+ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+    uint64_t count;
+
+    if (read(channel->fd, &count, sizeof(count)) != sizeof(count))
+        return -1;
+    *cq = &fake_cq;
+    *cq_context = fake_cq.cq_context;
+    return 0;
+}
+
+void
+ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+    (void)cq;
+    (void)nevents;
+}
+
+/* Queues a completion whose wr_id is what; an armed CQ raises an event. */
+static void
+complete(uint64_t what)
+{
+    uint64_t one = 1;
+    int fire;
+
+    pthread_mutex_lock(&cq_lock);
+    queued[nqueued++] = (struct ibv_wc){.wr_id = what, .status = IBV_WC_SUCCESS};
+    fire = armed;
+    armed = 0;
+    pthread_mutex_unlock(&cq_lock);
+    if (fire)
+        assert_int_equal(write(fake_channel.fd, &one, sizeof(one)), sizeof(one));
+}
+
+/* What happened, in order: "w<N>" for completion N handled, "j<N>" for
+ * its delivery run, with the thread each ran on. */
+#define EVENTS 64
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t log_cond = PTHREAD_COND_INITIALIZER;
+static char events[EVENTS][8];
+static pthread_t event_thread[EVENTS];
+static int event_relaying[EVENTS];
+static unsigned nevents;
+static int block_mode; /* 0: none; 1: block_begin and wait; 2: wait only */
+static int blocked, released;
+
+static void
+note(const char *what, uint64_t n, int relaying)
+{
+    pthread_mutex_lock(&log_lock);
+    if (nevents < EVENTS) {
+        snprintf(events[nevents], sizeof(events[0]), "%s%u", what, (unsigned)n);
+        event_thread[nevents] = pthread_self();
+        event_relaying[nevents] = relaying;
+        nevents++;
+    }
+    pthread_cond_broadcast(&log_cond);
+    pthread_mutex_unlock(&log_lock);
+}
+
+/* Waits (up to 10 s) until an event named what was logged; its index. */
+static int
+wait_for_event_named(const char *what)
+{
+    uint64_t deadline = gfr_deadline_ns(10000);
+    int found = -1;
+
+    pthread_mutex_lock(&log_lock);
+    while (found < 0 && gfr_now_ns() < deadline) {
+        for (unsigned i = 0; i < nevents; i++)
+            if (strcmp(events[i], what) == 0)
+                found = (int)i;
+        if (found < 0) {
+            struct timespec ts;
+
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 10000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&log_cond, &log_lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&log_lock);
+    assert_true(found >= 0);
+    return found;
+}
+
+struct job {
+    struct gfr_pool_job job;
+    uint64_t n;
+    int blocks;
+};
+
+static void
+run_job(struct gfr_pool_job *job, void *cb_arg, int status)
+{
+    struct job *j = caa_container_of(job, struct job, job);
+
+    (void)cb_arg;
+    assert_int_equal(status, 0);
+    note("j", j->n, 0);
+    if (j->blocks) {
+        if (block_mode == 1)
+            gfr_pool_block_begin();
+        pthread_mutex_lock(&log_lock);
+        blocked = 1;
+        pthread_cond_broadcast(&log_cond);
+        while (!released)
+            pthread_cond_wait(&log_cond, &log_lock);
+        pthread_mutex_unlock(&log_lock);
+        if (block_mode == 1)
+            gfr_pool_block_end();
+    }
+    free(j);
+}
+
+static struct gfr_rdma engine;
+static struct gfr_rdma_dev dev;
+static struct gfr_rdma_poller poller;
+
+/* engine->on_wc: logs the completion and delivers it as rdma-rx.c does:
+ * deferred on the poller, to the pool while a relay polls.  wr_id 100 and
+ * up: a delivery that blocks. */
+static void
+on_wc(struct gfr_rdma_poller *p, struct ibv_wc *wc)
+{
+    struct job *j = calloc(1, sizeof(*j));
+
+    note("w", wc->wr_id, p->relaying);
+    j->n = wc->wr_id;
+    j->blocks = wc->wr_id >= 100;
+    gfr_pool_job_init(&j->job, run_job, NULL);
+    if (p->relaying)
+        assert_int_equal(gfr_pool_submit(engine.pool, &j->job, NULL, GFR_POOL_PRIO_NORMAL), 0);
+    else
+        gfr_rdma_poller_defer(p, &j->job);
+}
+
+static void
+start(enum gfr_poll_mode mode)
+{
+    struct gfr_pool_opts popts;
+
+    memset(&engine, 0, sizeof(engine));
+    gfr_rdma_opts_init(&engine.opts);
+    engine.opts.poll_mode = mode;
+    engine.opts.spin_us = 10;
+    engine.opts.spin_max_us = 10;
+    engine.on_wc = on_wc;
+    engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&engine.lock, NULL);
+    CDS_INIT_LIST_HEAD(&engine.devices);
+    gfr_pool_opts_init(&popts);
+    popts.name = "test";
+    assert_int_equal(gfr_pool_create(&popts, &engine.pool), 0);
+    memset(&dev, 0, sizeof(dev));
+    snprintf(fake_device.name, sizeof(fake_device.name), "fake0");
+    fake_ctx.device = &fake_device;
+    fake_ctx.ops.poll_cq = fake_poll_cq;
+    fake_ctx.ops.req_notify_cq = fake_req_notify_cq;
+    dev.engine = &engine;
+    dev.verbs = &fake_ctx;
+    dev.npollers = 1;
+    dev.pollers = &poller;
+    cds_list_add_tail(&dev.link, &engine.devices);
+    memset(&poller, 0, sizeof(poller));
+    nqueued = 0;
+    armed = 0;
+    nevents = 0;
+    blocked = released = 0;
+    block_mode = 0;
+    assert_int_equal(gfr_rdma_poller_start(&dev, &poller, 64, "fake0"), 0);
+}
+
+static void
+stop(void)
+{
+    gfr_rdma_poller_stop(&poller);
+    assert_int_equal(gfr_pool_destroy(engine.pool, GFR_POOL_DRAIN_RUN), 0);
+    close(engine.wake_fd);
+    pthread_mutex_destroy(&engine.lock);
+}
+
+static void
+wait_until_blocked(void)
+{
+    pthread_mutex_lock(&log_lock);
+    while (!blocked)
+        pthread_cond_wait(&log_cond, &log_lock);
+    pthread_mutex_unlock(&log_lock);
+}
+
+static void
+release(void)
+{
+    pthread_mutex_lock(&log_lock);
+    released = 1;
+    pthread_cond_broadcast(&log_cond);
+    pthread_mutex_unlock(&log_lock);
+}
+
+
+static void
+test_direct_runs_after_the_batch_in_order(void **state)
+{
+    (void)state;
+    start(GFR_POLL_EVENT);
+    WAIT_UNTIL(uatomic_read(&poller.asleep)); /* then all four come in one batch */
+    pthread_mutex_lock(&cq_lock);
+    for (uint64_t i = 1; i <= 3; i++)
+        queued[nqueued++] = (struct ibv_wc){.wr_id = i, .status = IBV_WC_SUCCESS};
+    pthread_mutex_unlock(&cq_lock);
+    complete(4);
+    wait_for_event_named("j4");
+    pthread_mutex_lock(&log_lock);
+    assert_int_equal(nevents, 8);
+    assert_string_equal(events[0], "w1");
+    assert_string_equal(events[1], "w2");
+    assert_string_equal(events[2], "w3");
+    assert_string_equal(events[3], "w4");
+    assert_string_equal(events[4], "j1");
+    assert_string_equal(events[5], "j2");
+    assert_string_equal(events[6], "j3");
+    assert_string_equal(events[7], "j4");
+    for (unsigned i = 0; i < 8; i++)
+        assert_true(pthread_equal(event_thread[i], poller.thread));
+    pthread_mutex_unlock(&log_lock);
+    assert_int_equal(uatomic_read(&poller.st_direct), 4);
+    assert_int_equal(uatomic_read(&poller.st_relays), 0);
+    stop();
+}
+
+/* A relay reaps w2 while j100 blocks, w2's delivery runs in the pool, and
+ * the poller thread polls again afterwards (w3). */
+static void
+expect_relay_then_poller_again(void)
+{
+    int w2, j2, w3, j3;
+
+    complete(2);
+    w2 = wait_for_event_named("w2");
+    j2 = wait_for_event_named("j2");
+    pthread_mutex_lock(&log_lock);
+    assert_false(pthread_equal(event_thread[w2], poller.thread));
+    assert_true(event_relaying[w2]);
+    assert_false(pthread_equal(event_thread[j2], poller.thread));
+    pthread_mutex_unlock(&log_lock);
+    assert_int_equal(uatomic_read(&poller.st_relays), 1);
+    release();
+    WAIT_UNTIL(!uatomic_read(&poller.handling) && !uatomic_read(&poller.relay_asked));
+    complete(3);
+    j3 = wait_for_event_named("j3");
+    w3 = wait_for_event_named("w3");
+    pthread_mutex_lock(&log_lock);
+    assert_true(pthread_equal(event_thread[w3], poller.thread));
+    assert_true(pthread_equal(event_thread[j3], poller.thread));
+    pthread_mutex_unlock(&log_lock);
+}
+
+static void
+test_a_blocking_handler_gets_a_relay(void **state)
+{
+    (void)state;
+    start(GFR_POLL_EVENT);
+    block_mode = 1;
+    complete(100);
+    wait_until_blocked();
+    expect_relay_then_poller_again();
+    stop();
+}
+
+static void
+test_a_long_handler_gets_a_relay_from_the_watch(void **state)
+{
+    uint64_t now;
+
+    (void)state;
+    start(GFR_POLL_EVENT);
+    block_mode = 2; /* blocks without gfr_pool_block_begin */
+    complete(100);
+    wait_until_blocked();
+    now = gfr_now_ns();
+    assert_int_equal(gfr_rdma_pollers_watch(&engine, now), 1); /* first look */
+    assert_int_equal(uatomic_read(&poller.relay_asked), 0);
+    assert_int_equal(gfr_rdma_pollers_watch(&engine, now + GFR_RELAY_AFTER_MS * 1000000ull), 1);
+    assert_int_equal(uatomic_read(&poller.relay_asked), 1);
+    expect_relay_then_poller_again();
+    /* Nothing ran since the last look: the watch can slow down. */
+    WAIT_UNTIL(gfr_rdma_pollers_watch(&engine, gfr_now_ns()) == 0);
+    stop();
+}
+
+static void
+test_a_sender_kicks_a_sleeping_poller(void **state)
+{
+    uint64_t sleeps;
+
+    (void)state;
+    start(GFR_POLL_ADAPTIVE);
+    WAIT_UNTIL(uatomic_read(&poller.asleep));
+    gfr_rdma_poller_expect(&poller, 10ull * 1000000000);
+    assert_int_equal(uatomic_read(&poller.st_kicks), 1);
+    /* It polls for the reply instead of sleeping. */
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_spin_ns) > 0 && !uatomic_read(&poller.asleep));
+    sleeps = CMM_LOAD_SHARED(poller.st_sleeps);
+    usleep(50000);
+    assert_int_equal(CMM_LOAD_SHARED(poller.st_sleeps), sleeps);
+    /* A second request while it polls needs no kick. */
+    gfr_rdma_poller_expect(&poller, 10ull * 1000000000);
+    assert_int_equal(uatomic_read(&poller.st_kicks), 1);
+    /* Both replies came: it sleeps again. */
+    gfr_rdma_poller_replied(&poller, 2);
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_sleeps) > sleeps);
+    complete(1);
+    wait_for_event_named("j1");
+    stop();
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_direct_runs_after_the_batch_in_order),
+        cmocka_unit_test(test_a_blocking_handler_gets_a_relay),
+        cmocka_unit_test(test_a_long_handler_gets_a_relay_from_the_watch),
+        cmocka_unit_test(test_a_sender_kicks_a_sleeping_poller),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
