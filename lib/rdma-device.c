@@ -115,7 +115,7 @@ gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_s
  * ends the loop (a QP in error sends nothing); its work requests then
  * flush and its connection fails as on any send error.  The QP is alive:
  * its poster holds a reference on its connection, and only the CM thread,
- * which calls this every 100 ms, destroys QPs.  posting_since_ns is read
+ * which calls this on each tick (at most a second apart), destroys QPs.  posting_since_ns is read
  * on both sides of posting_qp, so that a QP is only blamed for a post
  * that was its own.  Takes engine->lock to walk the devices.
  */

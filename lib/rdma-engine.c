@@ -394,7 +394,7 @@ handle_cm_event(struct gfr_rdma *engine)
 }
 
 /*
- * The connection timers, checked by the CM thread every 100 ms.  Each
+ * The connection timers, checked by the CM thread on each tick (tick_ms).  Each
  * kind has a test, run under engine->lock (it may re-arm the timer), and
  * an action, run without it: actions take conn->lock, which is never
  * taken under engine->lock.  The CM thread is the only one that frees
@@ -559,6 +559,42 @@ watch_handlers(struct gfr_rdma *engine)
         uatomic_set(&engine->watching, 1);
 }
 
+/*
+ * How long the CM thread may sleep between its timers: GFR_RELAY_AFTER_MS
+ * while pollers run handlers (watch_handlers), 100 ms while anything is on
+ * its way (a connection being set up or ending, a listener to reopen or
+ * to close, a device being removed, destruction), else a second, or the
+ * keepalive interval if shorter: an idle process wakes once a second, and
+ * keepalives and the check of stuck posts (gfr_rdma_dev_check_posts) run
+ * at most that much late.  Takes engine->lock; CM thread.
+ */
+static int
+tick_ms(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_listener *listener;
+    struct gfr_rdma_conn *conn;
+    int ms = 1000;
+
+    if (uatomic_read(&engine->watching))
+        return GFR_RELAY_AFTER_MS;
+    if (uatomic_read(&engine->destroying))
+        return 100;
+    pthread_mutex_lock(&engine->lock);
+    if (!cds_list_empty(&engine->removed) || !cds_list_empty(&engine->closing) ||
+        !cds_list_empty(&engine->reap))
+        ms = 100;
+    cds_list_for_each_entry(listener, &engine->listeners, link)
+        if (!listener->id)
+            ms = 100;
+    cds_list_for_each_entry(conn, &engine->conns, link)
+        if (gfr_rdma_conn_state(conn) != GFR_CONN_ESTABLISHED)
+            ms = 100;
+    pthread_mutex_unlock(&engine->lock);
+    if (engine->opts.keepalive_ms && engine->opts.keepalive_ms < (uint32_t)ms)
+        ms = (int)engine->opts.keepalive_ms;
+    return ms;
+}
+
 /* Devices whose async events the CM thread watches; more are not
  * watched (a process of GlusterFS uses one or two). */
 #define WATCHED_DEVICES 16
@@ -579,10 +615,9 @@ cm_main(void *arg)
         if (uatomic_read(&engine->destroying) && disconnect_all(engine) == 0)
             break;
         ndevs = gfr_rdma_async_fds(engine, pfds + 2, devs, WATCHED_DEVICES);
-        /* Also every 100 ms without events: handshakes expire and
-         * listeners come back on their own; every GFR_RELAY_AFTER_MS while
-         * pollers run handlers, so that a long one gets a relay. */
-        if (poll(pfds, 2 + ndevs, uatomic_read(&engine->watching) ? GFR_RELAY_AFTER_MS : 100) < 0)
+        /* Also without events, tick_ms apart: handshakes expire,
+         * listeners come back on their own, a long handler gets a relay. */
+        if (poll(pfds, 2 + ndevs, tick_ms(engine)) < 0)
             for (unsigned i = 0; i < 2 + ndevs; i++)
                 pfds[i].revents = 0;
         for (unsigned i = 0; i < ndevs; i++)

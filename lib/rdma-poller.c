@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <urcu/arch.h>
@@ -155,9 +156,10 @@ poll_once(struct gfr_rdma_poller *p)
  * next one (perftest#137).  asleep is set before the last look at
  * expecting() with a full barrier between, and a submitter sets awaiting
  * before it reads asleep (gfr_rdma_poller_expect): one of the two sees the
- * other.  Wakes every 100 ms to notice `stopping`.  The completions the
- * next poll finds after an event count as reaped after a sleep (p->woke).
- * Caller holds poll_lock.
+ * other.  It sleeps without a timeout: an idle poller costs nothing, and
+ * gfr_rdma_poller_stop kicks it.  The completions the next poll finds
+ * after an event count as reaped after a sleep (p->woke).  Caller holds
+ * poll_lock.
  */
 static void
 wait_for_event(struct gfr_rdma_poller *p)
@@ -183,7 +185,7 @@ wait_for_event(struct gfr_rdma_poller *p)
     }
     POLLER_ADD(p, st_sleeps, 1);
     start = gfr_now_ns();
-    ready = poll(pfd, 2, 100);
+    ready = poll(pfd, 2, -1);
     POLLER_ADD(p, st_asleep_ns, gfr_now_ns() - start);
     uatomic_set(&p->asleep, 0);
     if (ready <= 0)
@@ -386,15 +388,29 @@ gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns)
 }
 
 /* Stops p's thread, waits for a relay to end, and frees its CQ, channel
- * and pull buffers.  Engine teardown or device removal. */
+ * and pull buffers.  The poller sleeps without a timeout, so it is kicked
+ * until it has gone (a relay may take one kick).  Engine teardown or
+ * device removal. */
 void
 gfr_rdma_poller_stop(struct gfr_rdma_poller *p)
 {
     if (p->started) {
+        struct timespec deadline;
+
         uatomic_set(&p->stopping, 1);
-        pthread_join(p->thread, NULL);
-        while (uatomic_read(&p->relay_asked))
-            usleep(1000); /* a relay sees stopping and ends */
+        do {
+            kick(p);
+            clock_gettime(CLOCK_REALTIME, &deadline);
+            deadline.tv_nsec += 10000000;
+            if (deadline.tv_nsec >= 1000000000) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000;
+            }
+        } while (pthread_timedjoin_np(p->thread, NULL, &deadline) == ETIMEDOUT);
+        while (uatomic_read(&p->relay_asked)) {
+            kick(p); /* a relay sees stopping and ends */
+            usleep(1000);
+        }
     }
     if (p->dev) /* its returns stack was initialised */
         gfr_rdma_pbuf_drain(p);
