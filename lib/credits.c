@@ -15,6 +15,7 @@ gfr_credits_init(struct gfr_credits *credits, uint32_t window)
     credits->send_avail = window;
     credits->peer_avail = window;
     credits->pending_grant = 0;
+    credits->withheld = false;
     return 0;
 }
 
@@ -28,7 +29,7 @@ gfr_credits_can_send_data(const struct gfr_credits *credits)
 static uint16_t
 announce(struct gfr_credits *credits)
 {
-    uint32_t grant = credits->pending_grant;
+    uint32_t grant = credits->withheld ? 0 : credits->pending_grant;
 
     if (grant > UINT16_MAX)
         grant = UINT16_MAX;
@@ -47,7 +48,7 @@ gfr_credits_take_data(struct gfr_credits *credits)
 bool
 gfr_credits_need_update(const struct gfr_credits *credits)
 {
-    return credits->pending_grant > 0 && credits->send_avail >= 1 &&
+    return !credits->withheld && credits->pending_grant > 0 && credits->send_avail >= 1 &&
            (credits->peer_avail <= 1 ||
             credits->pending_grant >= credits->window / 2);
 }
@@ -75,4 +76,10 @@ void
 gfr_credits_on_repost(struct gfr_credits *credits, uint32_t n)
 {
     credits->pending_grant += n;
+}
+
+void
+gfr_credits_withhold(struct gfr_credits *credits, bool withhold)
+{
+    credits->withheld = withhold;
 }

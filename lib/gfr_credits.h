@@ -15,6 +15,7 @@ struct gfr_credits {
     uint32_t send_avail;    /* SENDs we may still post */
     uint32_t peer_avail;    /* SENDs the peer may still post, as we know */
     uint32_t pending_grant; /* buffers reposted, not yet announced */
+    bool withheld;          /* back-pressure: pending_grant is kept back */
 };
 
 /* window >= 2; both sides start with window credits.  0 or -EINVAL. */
@@ -44,5 +45,14 @@ int gfr_credits_on_receive(struct gfr_credits *credits, uint16_t grant);
 
 /* n receive buffers were reposted for the peer. */
 void gfr_credits_on_repost(struct gfr_credits *credits, uint32_t n);
+
+/*
+ * Back-pressure.  While withheld, no grant leaves (data messages carry 0
+ * and no CREDIT message is due), so the peer stops once it has spent the
+ * credits it holds; its messages wait on its side, none is refused.  Once
+ * released, the whole pending grant goes out as usual: gfr_credits_need_update
+ * says whether a CREDIT message must carry it now.
+ */
+void gfr_credits_withhold(struct gfr_credits *credits, bool withhold);
 
 #endif /* GFR_CREDITS_H */

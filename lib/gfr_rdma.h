@@ -182,6 +182,18 @@ struct gfr_rdma_msg {
  */
 int gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg);
 
+/*
+ * Back-pressure (GlusterFS's rpcsvc calls it above its outstanding-rpc
+ * limit).  While on, the connection returns no credits to its peer, so the
+ * peer stops sending once it has spent the credits it holds (at most the
+ * window); what it still wants to send waits in its own queue.  Nothing is
+ * refused or dropped, messages already here are delivered, and this side
+ * keeps sending.  Off returns every withheld credit at once.  Any thread,
+ * no engine lock held (takes the connection's).  0, -ENOTCONN
+ * (disconnecting or disconnected: nothing to hold back), -EINVAL.
+ */
+int gfr_rdma_throttle(struct gfr_rdma_conn *conn, int on);
+
 /* Starts an orderly disconnect; disconnected follows.  Any thread. */
 int gfr_rdma_disconnect(struct gfr_rdma_conn *conn);
 
@@ -223,6 +235,7 @@ struct gfr_rdma_conn_stats {
     unsigned long registrations;      /* per-transfer memory registrations */
     unsigned long registration_ns;    /* time spent registering and deregistering */
     unsigned long errors;             /* problems logged about the connection */
+    unsigned long throttles;          /* times back-pressure was put on */
 };
 void gfr_rdma_conn_stats(struct gfr_rdma_conn *conn,
                          struct gfr_rdma_conn_stats *stats);
@@ -274,6 +287,8 @@ struct gfr_rdma_conn_info {
     uint32_t queued;               /* messages waiting for a credit or a slot */
     uint32_t offers;               /* our messages whose buffers the engine holds */
     uint32_t rdma_inflight;        /* READs/WRITEs under way */
+    int throttled;                 /* back-pressure on: credits withheld */
+    uint32_t withheld;             /* credits owed to the peer, not yet returned */
     int reason;                    /* why it failed (negative errno), 0 */
     struct gfr_rdma_conn_stats stats;
     char last_error[GFR_RDMA_ERROR_STR]; /* the last problem logged, "" */

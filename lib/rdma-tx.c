@@ -250,6 +250,32 @@ gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
         gfr_rdma_offer_settle(conn, offer, GFR_OFFER_SEND, ok ? 0 : -ENOTCONN);
 }
 
+/*
+ * Back-pressure (gfr_rdma.h): the credits withhold their grant, and
+ * lifting it flushes, which sends a CREDIT message when the peer is short.
+ * Takes conn->lock: not with it held.
+ */
+int
+gfr_rdma_throttle(struct gfr_rdma_conn *conn, int on)
+{
+    int err = 0;
+
+    if (!conn)
+        return -EINVAL;
+    pthread_mutex_lock(&conn->lock);
+    if (conn->state == GFR_CONN_DISCONNECTING) {
+        err = -ENOTCONN;
+    } else if (on && !conn->credits.withheld) {
+        gfr_credits_withhold(&conn->credits, true);
+        conn->stats.throttles++;
+    } else if (!on && conn->credits.withheld) {
+        gfr_credits_withhold(&conn->credits, false);
+        gfr_rdma_flush_locked(conn);
+    }
+    pthread_mutex_unlock(&conn->lock);
+    return err;
+}
+
 size_t
 gfr_rdma_max_inline(const struct gfr_rdma_conn *conn)
 {

@@ -65,6 +65,7 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
     fprintf(out,
             ",\"poller\":%u,\"credits\":{\"window\":%u,\"ours\":%u,\"theirs\":%u}"
             ",\"queued\":%u,\"offers\":%u,\"rdma_inflight\":%u"
+            ",\"throttle\":{\"on\":%s,\"times\":%lu,\"withheld\":%u}"
             ",\"messages\":{\"sent\":%lu,\"received\":%lu,\"credit_updates\":%lu,"
             "\"waited_for_credits\":%lu}"
             ",\"bytes\":{\"sent\":%lu,\"received\":%lu,\"pulled\":%lu,\"pushed\":%lu}"
@@ -72,7 +73,8 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
             ",\"registrations\":{\"count\":%lu,\"ns\":%lu}"
             ",\"errors\":{\"count\":%lu,\"reason\":%d,\"last\":",
             c->poller, c->credits_window, c->credits_ours, c->credits_theirs, c->queued,
-            c->offers, c->rdma_inflight, s->sent, s->received, s->credit_updates,
+            c->offers, c->rdma_inflight, c->throttled ? "true" : "false", s->throttles,
+            c->withheld, s->sent, s->received, s->credit_updates,
             s->queued_for_credits, s->bytes_sent, s->bytes_received, s->bulk_pulled,
             s->bulk_pushed, s->rdma_reads, s->rdma_writes, s->bulk_offered, s->registrations,
             s->registration_ns, s->errors, c->reason);
@@ -206,6 +208,9 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
                 c->stats.received, c->stats.bytes_sent, c->stats.bytes_received,
                 c->stats.rdma_reads, c->stats.rdma_writes, c->stats.registrations,
                 (double)c->stats.registration_ns / 1e6, c->stats.errors);
+        if (c->throttled || c->stats.throttles)
+            fprintf(out, "    throttle: %s, %u credits not yet returned, put on %lu times\n",
+                    c->throttled ? "on" : "off", c->withheld, c->stats.throttles);
         if (c->last_error[0])
             fprintf(out, "    last error: %s\n", c->last_error);
     }

@@ -7,8 +7,8 @@
  * (the process's engines, its worker pool and the log bridge),
  * plugin-conn.c (listen, accept, connect, disconnect, addresses),
  * plugin-rx.c (a received message handed to GlusterFS), plugin-tx.c
- * (submit_request and submit_reply), plugin-stats.c (the statistics
- * socket), rdma.c (the exported symbols).
+ * (submit_request and submit_reply), plugin-throttle.c (back-pressure),
+ * plugin-stats.c (the statistics socket), rdma.c (the exported symbols).
  */
 #ifndef GFR_PLUGIN_H
 #define GFR_PLUGIN_H
@@ -24,6 +24,7 @@
 
 #include <urcu/list.h>
 
+#include "call-limit.h"
 #include "gfr_rdma.h"
 
 #define GFR_PLUGIN_DOMAIN "rpc-transport/rdma"
@@ -66,7 +67,7 @@ struct gfr_trans {
     enum gfr_trans_role role;
     struct gfr_plugin_cfg cfg;      /* not filled for accepted transports */
     struct gfr_plugin_engine *engine; /* a reference; NULL until needed */
-    pthread_mutex_t lock;           /* guards conn, connected, offered */
+    pthread_mutex_t lock;           /* guards conn, connected, offered, calls, *throttled */
     struct gfr_rdma_conn *conn;     /* the engine connection, or NULL */
     int connected;
     /* READ requests whose reply buffer the server may write into, from
@@ -74,6 +75,12 @@ struct gfr_trans {
      * of that buffer (MAP_XID_REQUEST's rsp_payload) points into the stack
      * of the call that submitted the request, long gone by the reply. */
     struct cds_list_head offered;
+    /* Back-pressure on an accepted connection (plugin-conn.c): its
+     * outstanding calls against rpc.outstanding-rpc-limit, whether rpcsvc
+     * asked for it (the throttle op), and what the engine was told. */
+    struct gfr_call_limit calls;
+    int svc_throttled;
+    int throttled;
     struct gfr_rdma_listener *listener; /* listeners: until disconnect/fini */
     struct cds_list_head listening_link; /* plugin-listeners.c, while listener */
 };
@@ -119,6 +126,15 @@ void gfr_plugin_stats_start(void);
 int32_t gfr_plugin_listen(rpc_transport_t *this);
 int32_t gfr_plugin_connect(rpc_transport_t *this, int port);
 int32_t gfr_plugin_disconnect(rpc_transport_t *this, gf_boolean_t wait);
+
+/* plugin-throttle.c */
+int32_t gfr_plugin_throttle(rpc_transport_t *this, gf_boolean_t onoff);
+/* An accepted transport's call limit, from the brick's options. */
+void gfr_plugin_calls_init(struct gfr_trans *priv, dict_t *brick_options);
+/* A counting call arrived (plugin-rx.c) or a call's reply was submitted
+ * (plugin-tx.c): counts it and throttles or lets go.  Takes priv->lock. */
+void gfr_plugin_call_arrived(struct gfr_trans *priv, uint32_t xid);
+void gfr_plugin_call_replied(struct gfr_trans *priv, uint32_t xid);
 int32_t gfr_plugin_get_peername(rpc_transport_t *this, char *hostname, int hostlen);
 int32_t gfr_plugin_get_peeraddr(rpc_transport_t *this, char *peeraddr, int addrlen,
                                 struct sockaddr_storage *sa, socklen_t salen);

@@ -238,6 +238,7 @@ free_accepted(rpc_transport_t *new)
     struct gfr_trans *npriv = new->private;
 
     if (npriv) {
+        gfr_call_limit_clear(&npriv->calls);
         gfr_plugin_engine_put(npriv->engine);
         pthread_mutex_destroy(&npriv->lock);
         free(npriv);
@@ -292,6 +293,7 @@ accept_conn(struct gfr_rdma_listener *listener, struct gfr_rdma_conn *conn, void
     npriv->role = GFR_TRANS_ACCEPTED;
     pthread_mutex_init(&npriv->lock, NULL);
     CDS_INIT_LIST_HEAD(&npriv->offered);
+    gfr_plugin_calls_init(npriv, this->options);
     npriv->conn = conn;
     npriv->engine = lpriv->engine;
     gfr_plugin_engine_ref(npriv->engine);

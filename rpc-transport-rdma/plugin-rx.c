@@ -123,6 +123,29 @@ hand_up_whole(rpc_transport_t *this, const struct gfr_rdma_rx *rx, const struct 
     return err;
 }
 
+/*
+ * Does a call count against the brick's outstanding limit (call-limit.h)?
+ * The FOP program's calls do, but for the locks that may block: rpcsvc
+ * exempts them for the same reason, though only for the program's old
+ * version (330; clients since 4.0 send 400).  header: the RPC header from
+ * the XID on (XDR: xid, type, rpcvers, prog, vers, proc).
+ */
+static int
+call_counts(const struct gfr_rdma_rx *rx, const struct gfr_frame *f)
+{
+    uint8_t hdr[24];
+    uint32_t proc;
+
+    if (f->header_len < sizeof(hdr))
+        return 0;
+    gfr_frame_copy(rx, f->header_off, sizeof(hdr), hdr);
+    if (gfr_get_be32(hdr + 4) != 0 /* CALL */ || gfr_get_be32(hdr + 12) != GLUSTER_FOP_PROGRAM)
+        return 0;
+    proc = gfr_get_be32(hdr + 20);
+    return proc != GFS3_OP_INODELK && proc != GFS3_OP_FINODELK && proc != GFS3_OP_ENTRYLK &&
+           proc != GFS3_OP_FENTRYLK && proc != GFS3_OP_LK;
+}
+
 static void
 drop_peer(rpc_transport_t *this, struct gfr_rdma_conn *conn, const char *why)
 {
@@ -151,7 +174,11 @@ gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, vo
     __atomic_fetch_add(&this->total_bytes_read,
                        (uint64_t)(f.header_len + f.payload_len + rx->written),
                        __ATOMIC_RELAXED);
-    if (!rx->is_reply || (!f.payload_len && !rx->written)) {
+    if (!rx->is_reply) {
+        if (call_counts(rx, &f))
+            gfr_plugin_call_arrived(priv, rx->xid);
+        err = hand_up_whole(this, rx, &f);
+    } else if (!f.payload_len && !rx->written) {
         err = hand_up_whole(this, rx, &f);
     } else if (rpc_transport_notify(this, RPC_TRANSPORT_MAP_XID_REQUEST, &info) != 0) {
         /* The request is gone (timed out, or its connection was reset):

@@ -215,6 +215,11 @@ int32_t
 gfr_plugin_submit_reply(rpc_transport_t *this, rpc_transport_reply_t *reply)
 {
     struct record r = {.msg = &reply->msg, .is_reply = 1};
+    int err = submit_record(this, &r);
 
-    return report(this, "a reply", submit_record(this, &r));
+    /* Submitted or not (a failed one has ended its connection), the call
+     * is answered for the brick's outstanding limit. */
+    if (reply->msg.rpchdrcount >= 1 && reply->msg.rpchdr[0].iov_len >= 4)
+        gfr_plugin_call_replied(this->private, gfr_get_be32(reply->msg.rpchdr[0].iov_base));
+    return report(this, "a reply", err);
 }

@@ -23,8 +23,7 @@ struct rpc_transport_ops tops = {
     .get_peeraddr = gfr_plugin_get_peeraddr,
     .get_myname = gfr_plugin_get_myname,
     .get_myaddr = gfr_plugin_get_myaddr,
-    /* No throttle: rpcsvc ignores its absence; credits bound what a peer
-     * has in flight (docs/plugin.md). */
+    .throttle = gfr_plugin_throttle,
 };
 
 int32_t
@@ -46,6 +45,7 @@ init(rpc_transport_t *this)
     priv->role = GFR_TRANS_NEW;
     pthread_mutex_init(&priv->lock, NULL);
     CDS_INIT_LIST_HEAD(&priv->offered);
+    gfr_call_limit_init(&priv->calls, 0); /* accepted transports set theirs */
     this->private = priv;
     gfr_plugin_stats_start();
     return 0;
@@ -62,6 +62,7 @@ fini(rpc_transport_t *this)
         return;
     gfr_plugin_close_listener(priv);
     gfr_plugin_engine_put(priv->engine);
+    gfr_call_limit_clear(&priv->calls);
     pthread_mutex_destroy(&priv->lock);
     free(priv);
     this->private = NULL;

@@ -30,6 +30,14 @@
  *       I/O had not resumed, 1 on a hang (a call longer than S seconds) or
  *       on wrong data.
  *
+ *   gfapi-io flood VOLFILE VOLNAME --seconds N [--threads N] [--io-kib K]
+ *       N threads (default 4), each on a file of its own, write a K KiB
+ *       block of a fresh pattern (default 4 KiB; 16 blocks a file, in turn)
+ *       and read it back compared, over and over for N seconds: one
+ *       client with as many calls in flight as threads, for back-pressure
+ *       tests.  Prints "result flood.ops N" (writes and reads) and
+ *       "result flood.mibps X"; exit 0, or 1 on an error or wrong data.
+ *
  *   gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N]
  *                 [--io-kib K] [--seconds N]
  *       for tests and benchmarks that look at a client between its steps:
@@ -89,8 +97,17 @@
 #define NAME_LEN 12
 #define MAX_RESULTS 32
 
-enum mode { MODE_CHECK = 1, MODE_BENCH = 2, MODE_IO = 4, MODE_PAIR = 8, MODE_HOLD = 16 };
-#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR | MODE_HOLD)
+enum mode {
+    MODE_CHECK = 1,
+    MODE_BENCH = 2,
+    MODE_IO = 4,
+    MODE_PAIR = 8,
+    MODE_HOLD = 16,
+    MODE_FLOOD = 32
+};
+#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR | MODE_HOLD | MODE_FLOOD)
+/* flood: blocks in each thread's file */
+#define FLOOD_BLOCKS 16
 
 struct opts {
     enum mode mode;
@@ -1167,6 +1184,79 @@ static int run_hold(glfs_t *fs, const struct opts *o, const char *dir)
     return 0;
 }
 
+/* ---- flood mode ---------------------------------------------------------- */
+
+struct flooder {
+    glfs_t *fs;
+    const struct opts *o;
+    unsigned index;
+    char path[PATH_LEN];
+    unsigned long ops;
+};
+
+/* One thread of the flood: write a block, read it back, compare. */
+static void *flooder_run(void *arg)
+{
+    struct flooder *f = arg;
+    const struct opts *o = f->o;
+    size_t size = (size_t)o->io_kib * KIB;
+    uint8_t *wbuf = xmalloc(size), *rbuf = xmalloc(size), *scratch = xmalloc(size);
+    uint64_t deadline = now_ns() + o->seconds * NSEC;
+    glfs_fd_t *fd = glfs_creat(f->fs, f->path, O_RDWR, 0644);
+
+    if (!fd)
+        fail("creat %s: %s", f->path, strerror(errno));
+    for (uint64_t i = 0; now_ns() < deadline; i++) {
+        uint64_t off = (i % FLOOD_BLOCKS) * size;
+        uint64_t seed = mix64(o->seed + ((uint64_t)f->index << 40) + i);
+
+        fill_pattern(wbuf, size, seed, off);
+        check_io("pwrite", f->path, off, size, glfs_pwrite(fd, wbuf, size, (off_t)off, 0,
+                                                           NULL, NULL));
+        memset(rbuf, 0, size);
+        check_io("pread", f->path, off, size, glfs_pread(fd, rbuf, size, (off_t)off, 0, NULL));
+        verify(rbuf, scratch, size, seed, off, f->path);
+        f->ops += 2;
+    }
+    if (glfs_close(fd))
+        fail("close %s: %s", f->path, strerror(errno));
+    if (glfs_unlink(f->fs, f->path))
+        fail("unlink %s: %s", f->path, strerror(errno));
+    free(wbuf);
+    free(rbuf);
+    free(scratch);
+    return NULL;
+}
+
+static int run_flood(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    struct flooder *f = xmalloc(o->threads * sizeof(*f));
+    pthread_t *tid = xmalloc(o->threads * sizeof(*tid));
+    uint64_t start = now_ns(), ns;
+    unsigned long ops = 0;
+
+    for (unsigned t = 0; t < o->threads; t++) {
+        f[t] = (struct flooder){ .fs = fs, .o = o, .index = t };
+        mkpath(f[t].path, "%s/flood-%d-%u", dir, (int)getpid(), t);
+        errno = pthread_create(&tid[t], NULL, flooder_run, &f[t]);
+        if (errno)
+            fail("pthread_create: %s", strerror(errno));
+    }
+    for (unsigned t = 0; t < o->threads; t++) {
+        pthread_join(tid[t], NULL);
+        ops += f[t].ops;
+    }
+    ns = now_ns() - start;
+    say("flood: %lu calls of %u KiB on %u threads in %.1f s, every read compared", ops,
+        o->io_kib, o->threads, secs(ns));
+    result((double)ops, "flood.ops");
+    result(mibps((uint64_t)ops * o->io_kib * KIB, ns), "flood.mibps");
+    free(f);
+    free(tid);
+    volume_unmount(fs, o);
+    return 0;
+}
+
 /* ---- command line -------------------------------------------------------- */
 
 enum opt_id {
@@ -1222,11 +1312,11 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_FILES] = MODE_CHECK | MODE_BENCH,
     [OPT_RANDOM_READS] = MODE_CHECK,
     [OPT_READS] = MODE_BENCH | MODE_PAIR | MODE_HOLD,
-    [OPT_THREADS] = MODE_BENCH,
+    [OPT_THREADS] = MODE_BENCH | MODE_FLOOD,
     [OPT_BLOCK] = MODE_PAIR,
-    [OPT_SECONDS] = MODE_IO | MODE_HOLD,
+    [OPT_SECONDS] = MODE_IO | MODE_HOLD | MODE_FLOOD,
     [OPT_MAX_OP_SECONDS] = MODE_IO,
-    [OPT_IO_KIB] = MODE_IO | MODE_HOLD,
+    [OPT_IO_KIB] = MODE_IO | MODE_HOLD | MODE_FLOOD,
     [OPT_STOP_FILE] = MODE_IO,
     [OPT_SYNC_DIR] = MODE_HOLD,
     [OPT_WRITES] = MODE_HOLD,
@@ -1242,6 +1332,8 @@ static void usage(FILE *f)
           "[--reads N] [--block N]\n"
           "       gfapi-io io VOLFILE VOLNAME --seconds N "
           "[--max-op-seconds S] [--io-kib K] [--stop-file FILE]\n"
+          "       gfapi-io flood VOLFILE VOLNAME --seconds N [--threads N] "
+          "[--io-kib K]\n"
           "       gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N] "
           "[--io-kib K] [--seconds N]\n"
           "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
@@ -1290,6 +1382,8 @@ static enum mode parse_mode(const char *s)
         return MODE_PAIR;
     if (!strcmp(s, "hold"))
         return MODE_HOLD;
+    if (!strcmp(s, "flood"))
+        return MODE_FLOOD;
     usage_error("unknown mode \"%s\"", s);
 }
 
@@ -1410,8 +1504,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
         if (!strcmp(o->volname, o->volname2))
             usage_error("pair needs two different volume names");
     }
-    if (o->mode == MODE_IO && !o->seconds)
-        usage_error("io needs --seconds N");
+    if ((o->mode == MODE_IO || o->mode == MODE_FLOOD) && !o->seconds)
+        usage_error("%s needs --seconds N", argv[1]);
     if (o->mode == MODE_HOLD && !o->sync_dir)
         usage_error("hold needs --sync-dir DIR");
     if (o->mode == MODE_HOLD && !o->seconds)
@@ -1447,6 +1541,7 @@ int main(int argc, char **argv)
     case MODE_IO: return run_io(fs, &o, dir);
     case MODE_PAIR: return run_pair(fs, &o, dir);
     case MODE_HOLD: return run_hold(fs, &o, dir);
+    case MODE_FLOOD: return run_flood(fs, &o, dir);
     }
     return EXIT_USAGE;
 }

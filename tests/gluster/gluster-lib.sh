@@ -114,18 +114,33 @@ gluster_setup() {
 # brick_volfile NAME TRANSPORT PORT [OPTION-LINE...]: the server volfile of
 # brick NAME (volume name NAME, subvolume NAME-posix) on stdout.  It admits
 # every address (auth.addr.NAME-posix.allow *) unless an OPTION-LINE sets
-# an auth.addr option itself.
+# an auth.addr option itself.  With brick_iot=N set, performance/io-threads
+# (thread-count N) sits between posix and the server, as in every brick
+# graph glusterd makes: it takes the name NAME-posix that clients ask for,
+# and posix becomes NAME-store.
 brick_volfile() {
 	local name=$1 transport=$2 port=$3 line allow="    option auth.addr.$1-posix.allow *"
+	local store=$1-posix
 	shift 3
 	for line in "$@"; do case $line in auth.addr.*) allow="" ;; esac; done
+	[ -z "${brick_iot:-}" ] || store=$name-store
 	cat <<VOL
-volume $name-posix
+volume $store
     type storage/posix
     option directory $GFR_GLUSTER_RUN/$name/brick
     option mandate-attribute off
 end-volume
 
+VOL
+	[ -z "${brick_iot:-}" ] || cat <<VOL
+volume $name-posix
+    type performance/io-threads
+    option thread-count $brick_iot
+    subvolumes $store
+end-volume
+
+VOL
+	cat <<VOL
 volume $name-server
     type protocol/server
     option transport-type $transport

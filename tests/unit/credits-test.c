@@ -77,6 +77,39 @@ test_peer_violations(void **state)
     assert_int_equal(gfr_credits_on_receive(&c, 65535), -EPROTO);
 }
 
+static void
+test_withheld_grant_stops_the_peer_until_released(void **state)
+{
+    struct gfr_credits server, client;
+    unsigned sent = 0;
+
+    gfr_credits_init(&server, 8);
+    gfr_credits_init(&client, 8);
+    gfr_credits_withhold(&server, true);
+    /* The client sends all it may; the server takes each message and
+     * reposts its buffer at once, but returns nothing. */
+    while (gfr_credits_can_send_data(&client)) {
+        uint16_t grant = gfr_credits_take_data(&client);
+
+        assert_int_equal(gfr_credits_on_receive(&server, grant), 0);
+        gfr_credits_on_repost(&server, 1);
+        /* Its replies carry no grant, and no CREDIT message is due. */
+        assert_int_equal(gfr_credits_take_data(&server), 0);
+        assert_int_equal(gfr_credits_on_receive(&client, 0), 0);
+        assert_false(gfr_credits_need_update(&server));
+        sent++;
+    }
+    assert_int_equal(sent, 7); /* the window less the reserved credit */
+    assert_int_equal(server.pending_grant, 7);
+    /* Released: the whole grant goes out in one CREDIT message. */
+    gfr_credits_withhold(&server, false);
+    assert_true(gfr_credits_need_update(&server));
+    assert_int_equal(gfr_credits_on_receive(&client, gfr_credits_take_update(&server)), 0);
+    assert_int_equal(server.pending_grant, 0);
+    assert_true(gfr_credits_can_send_data(&client));
+    assert_int_equal(client.send_avail, 8);
+}
+
 /*
  * Two peers with random appetites.  Each message is delivered in order;
  * the receiver "reposts" its buffer after a random delay.  Checks: nobody
@@ -131,8 +164,10 @@ step_sender(struct peer *p, struct link *out)
     }
 }
 
+/* With throttle set, b withholds its grants at random moments (a rpcsvc
+ * above its outstanding-rpc-limit) and releases them before the drain. */
 static void
-test_two_peers_never_overrun_and_never_stall(void **state)
+simulate_two_peers(int throttle)
 {
     struct peer a = {.posted_free = WINDOW}, b = {.posted_free = WINDOW};
     struct link ab = {0}, ba = {0};
@@ -167,6 +202,8 @@ test_two_peers_never_overrun_and_never_stall(void **state)
             b.to_repost--;
             b.posted_free++;
             gfr_credits_on_repost(&b.c, 1);
+        } else if (r == 6 && throttle && rand() % 64 == 0) {
+            gfr_credits_withhold(&b.c, !b.c.withheld);
         } else if (r == 6) {
             step_sender(&a, &ab);
         } else {
@@ -174,6 +211,7 @@ test_two_peers_never_overrun_and_never_stall(void **state)
         }
     }
     assert_true(ok);
+    gfr_credits_withhold(&b.c, false);
     /* Drain: keep delivering, reposting and sending until quiet. */
     for (int round = 0; round < 100000 && ok; round++) {
         while (ab.count) {
@@ -202,6 +240,18 @@ test_two_peers_never_overrun_and_never_stall(void **state)
     assert_int_equal(b.queued, 0);
 }
 
+static void
+test_two_peers_never_overrun_and_never_stall(void **state)
+{
+    simulate_two_peers(0);
+}
+
+static void
+test_throttled_peer_never_overruns_and_resumes(void **state)
+{
+    simulate_two_peers(1);
+}
+
 int
 main(void)
 {
@@ -210,7 +260,9 @@ main(void)
         cmocka_unit_test(test_last_credit_is_reserved_for_updates),
         cmocka_unit_test(test_grants_ride_on_data),
         cmocka_unit_test(test_peer_violations),
+        cmocka_unit_test(test_withheld_grant_stops_the_peer_until_released),
         cmocka_unit_test(test_two_peers_never_overrun_and_never_stall),
+        cmocka_unit_test(test_throttled_peer_never_overruns_and_resumes),
     };
 
     return cmocka_run_group_tests_name("credits", tests, NULL, NULL);

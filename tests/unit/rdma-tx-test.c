@@ -121,6 +121,46 @@ test_a_credit_update_goes_out_when_due(void **state)
     free_conn(conn);
 }
 
+/* A throttled connection takes the peer's messages and sends its own, but
+ * returns no credit in them and sends no CREDIT message; lifting the
+ * throttle returns the whole withheld grant at once. */
+static void
+test_throttle_withholds_credits_until_lifted(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(8);
+    uint32_t received = 0;
+
+    (void)state;
+    assert_int_equal(gfr_rdma_throttle(conn, 1), 0);
+    assert_int_equal(gfr_rdma_throttle(conn, 1), 0); /* counted once */
+    assert_int_equal(conn->stats.throttles, 1);
+    pthread_mutex_lock(&conn->lock);
+    while (gfr_credits_on_receive(&conn->credits, 0) == 0) {
+        gfr_credits_on_repost(&conn->credits, 1);
+        gfr_rdma_flush_locked(conn);
+        received++;
+    }
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(received, 8);
+    assert_int_equal(fake_verbs.posts, 0); /* no CREDIT message */
+    assert_int_equal(send_xid(conn, 1, NULL), 0);
+    assert_int_equal(fake_verbs.posts, 1);
+    assert_int_equal(posted_hdr(0).type, GFR_WIRE_MSG);
+    assert_int_equal(posted_hdr(0).credits, 0);
+
+    assert_int_equal(gfr_rdma_throttle(conn, 0), 0);
+    assert_int_equal(fake_verbs.posts, 2);
+    assert_int_equal(posted_hdr(1).type, GFR_WIRE_CREDIT);
+    assert_int_equal(posted_hdr(1).credits, received);
+    assert_int_equal(conn->credits.peer_avail, received);
+
+    conn->state = GFR_CONN_DISCONNECTING;
+    assert_int_equal(gfr_rdma_throttle(conn, 1), -ENOTCONN);
+    assert_int_equal(gfr_rdma_throttle(NULL, 1), -EINVAL);
+    conn->state = GFR_CONN_ESTABLISHED;
+    free_conn(conn);
+}
+
 /* A message with an offer goes signaled; its completion frees its slot and
  * those of the unsignaled SENDs before it, and settles its offer's SEND
  * (the offer waited for nothing else: it ends). */
@@ -159,6 +199,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_messages_wait_for_credits_in_order),
         cmocka_unit_test(test_a_credit_update_goes_out_when_due),
+        cmocka_unit_test(test_throttle_withholds_credits_until_lifted),
         cmocka_unit_test(test_a_completion_frees_slots_and_settles_its_offer),
     };
 
