@@ -232,7 +232,8 @@ struct gfr_rdma_conn_stats {
     unsigned long bulk_offered;       /* messages offered as a read list */
     unsigned long rdma_reads;         /* RDMA READ operations posted */
     unsigned long rdma_writes;        /* RDMA WRITE operations posted (bulk) */
-    unsigned long registrations;      /* per-transfer memory registrations */
+    unsigned long staged_bytes;       /* bulk copied through staging buffers instead */
+    unsigned long registrations;      /* memory registrations (per transfer, and staging buffers) */
     unsigned long registration_ns;    /* time spent registering and deregistering */
     unsigned long errors;             /* problems logged about the connection */
     unsigned long throttles;          /* times back-pressure was put on */

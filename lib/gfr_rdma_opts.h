@@ -49,6 +49,7 @@ struct gfr_rdma_opts {
     uint32_t inline_max;      /* receive buffer size, header included */
     uint32_t max_msg;         /* largest message, inline and bulk */
     uint32_t segment_size;    /* largest single RDMA READ/WRITE */
+    uint32_t copy_max;        /* bulk up to this goes through staging buffers */
     uint32_t rdma_depth;      /* RDMA READs/WRITEs in flight per connection */
     uint32_t connect_timeout_ms; /* address, route, CM connect, disconnect */
     uint32_t keepalive_ms;    /* a probe per connection this often, 0: none */

@@ -437,6 +437,7 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     gfr_rdma_xfers_release_all(conn);
     gfr_rdma_tx_release_all(conn);
     gfr_rdma_offers_release_all(conn);
+    gfr_rdma_sbuf_drain(conn);
     if (conn->ops && conn->ops->disconnected)
         conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
     else if (!conn->ops)

@@ -92,6 +92,17 @@ struct gfr_rdma_pbuf {
     uint8_t *mem;
 };
 
+#define GFR_SBUF_CLASSES 4
+
+/* A connection's registered buffer for the bulk of its own messages
+ * (rdma-sbuf.c). */
+struct gfr_rdma_sbuf {
+    struct gfr_rdma_sbuf *next_free; /* on its connection's free list */
+    int cls;
+    struct ibv_mr *mr;
+    void *mem;
+};
+
 /* One CQ with its completion channel and the thread that polls it. */
 struct gfr_rdma_poller {
     struct gfr_rdma_dev *dev;
@@ -267,6 +278,14 @@ struct gfr_rdma_offer {
     unsigned n_write_mr;
     uint64_t write_total;
     void *copy; /* owned copy of the body (gfr_rdma_send, too many iovecs) */
+    /* Staging buffers (rdma-sbuf.c) the offer holds until it ends: its
+     * bulk's copy (a read list or a push source), and the write list its
+     * request offered, copied out into the caller's reply buffers when the
+     * reply comes. */
+    struct gfr_rdma_sbuf *staged;
+    struct gfr_rdma_sbuf *landing;
+    struct iovec reply[GFR_WIRE_MAX_SEGS]; /* the caller's reply buffers */
+    unsigned reply_cnt;
     gfr_rdma_done_fn done;
     void *cb_arg;
 };
@@ -297,6 +316,13 @@ struct gfr_rdma_xfer;
 typedef void (*gfr_rdma_xfer_finished_fn)(struct gfr_rdma_xfer *x, int status);
 
 /*
+ * Called once, when the last operation of a transfer has been posted (it
+ * may still be in flight): what must follow it on the queue pair can be
+ * posted now, RC keeps the order.  Caller holds conn->lock.
+ */
+typedef void (*gfr_rdma_xfer_posted_fn)(struct gfr_rdma_xfer *x);
+
+/*
  * A bulk transfer (rdma-transfer.c): PULL reads a received message's read
  * list into buf, then (rdma-rx.c) sends DONE and delivers the message;
  * PUSH writes our reply's bulk into the peer's write list, then
@@ -313,12 +339,14 @@ struct gfr_rdma_xfer {
     int failed;
     uint32_t inflight;
     gfr_rdma_xfer_finished_fn finished;
+    gfr_rdma_xfer_posted_fn posted; /* may be NULL */
     struct gfr_xfer plan;
     struct gfr_xfer_local local[GFR_WIRE_MAX_SEGS];
     struct gfr_wire_seg remote[GFR_WIRE_MAX_SEGS];
     /* PULL: the delivery the pulled message goes into (rdma-rx.c) */
     void *owner;
-    /* PUSH: the reply to send once written, and its offer */
+    /* PUSH: the reply to send behind the WRITEs (NULL once handed to the
+     * send queue), and its offer */
     struct gfr_rdma_pending *reply;
     struct gfr_rdma_offer *offer;
 };
@@ -372,6 +400,8 @@ struct gfr_rdma_conn {
     struct cds_list_head xfers;
     uint32_t rdma_inflight;
     struct cds_list_head retired; /* struct gfr_rdma_retired, oldest first */
+    struct gfr_rdma_sbuf *sbuf_free[GFR_SBUF_CLASSES]; /* staging buffers kept */
+    unsigned sbuf_nfree[GFR_SBUF_CLASSES];
 
     uint32_t nrecv;      /* receive buffers (local credits) */
     uint32_t nsend;      /* send slots */
@@ -567,6 +597,16 @@ void gfr_rdma_mr_deregister(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsi
 void gfr_rdma_mr_revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
 void gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all);
 
+/* rdma-sbuf.c: a connection's registered buffers for its own bulk */
+size_t gfr_rdma_sbuf_max(void);
+int gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf **b);
+void gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b);
+void gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn);
+size_t gfr_rdma_sbuf_copy_in(struct gfr_rdma_sbuf *b, size_t off, const struct iovec *iov,
+                             unsigned n);
+void gfr_rdma_sbuf_copy_out(const struct gfr_rdma_sbuf *b, size_t len, const struct iovec *iov,
+                            unsigned n);
+
 /* rdma-pbuf.c: registered buffers to pull into */
 struct gfr_rdma_pbuf *gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len);
 void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
@@ -632,7 +672,8 @@ int gfr_rdma_offer_arrived_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_of
 void gfr_rdma_offer_settle(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                            enum gfr_offer_wait event, int status);
 void gfr_rdma_offer_abandon(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status);
-void gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer);
+void gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                                  uint32_t written);
 void gfr_rdma_offer_pulled(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
                            int status);
 int gfr_rdma_peer_wl_add_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg);

@@ -118,6 +118,10 @@ offer_end(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status)
 {
     gfr_rdma_mr_deregister(conn, offer->write_mr, offer->n_write_mr);
     gfr_rdma_mr_deregister(conn, offer->mr, offer->n_mr);
+    if (offer->staged)
+        gfr_rdma_sbuf_put(conn, offer->staged);
+    if (offer->landing)
+        gfr_rdma_sbuf_put(conn, offer->landing);
     free(offer->copy);
     if (offer->done)
         offer->done(offer->cb_arg, status);
@@ -163,13 +167,22 @@ gfr_rdma_offer_abandon(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
     offer_end(conn, offer, status);
 }
 
-/* The reply has arrived: the peer may write no more into our buffers.
+/* The reply has arrived: the peer may write no more into our buffers,
+ * and what it wrote into a staging buffer (written bytes, checked against
+ * what was offered) is copied out into the caller's before delivery.
  * Poller thread, no lock held; the offer waits for the reply's delivery. */
 void
-gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer)
+gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
+                             uint32_t written)
 {
     unsigned n = offer->n_write_mr;
 
+    if (offer->landing && written) {
+        gfr_rdma_sbuf_copy_out(offer->landing, written, offer->reply, offer->reply_cnt);
+        pthread_mutex_lock(&conn->lock);
+        conn->stats.staged_bytes += written;
+        pthread_mutex_unlock(&conn->lock);
+    }
     offer->n_write_mr = 0;
     gfr_rdma_mr_revoke(conn, offer->write_mr, n);
 }

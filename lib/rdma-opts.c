@@ -48,6 +48,7 @@ static const struct opt_desc descs[] = {
     NUMBER("inline-max", GFR_OPT_SIZE, 256, 16 << 20, "8K", inline_max),
     NUMBER("max-msg", GFR_OPT_SIZE, 256, 1 << 30, "4M", max_msg),
     NUMBER("segment-size", GFR_OPT_SIZE, 4096, 1 << 30, "1M", segment_size),
+    NUMBER("copy-max", GFR_OPT_SIZE, 0, 4 << 20, "128K", copy_max),
     NUMBER("rdma-depth", GFR_OPT_UINT, 1, 64, "4", rdma_depth),
     NUMBER("connect-timeout-ms", GFR_OPT_UINT, 100, 600000, "5000", connect_timeout_ms),
     NUMBER("keepalive-ms", GFR_OPT_UINT, 0, 3600000, "10000", keepalive_ms),

@@ -426,7 +426,7 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
     if (plan.done_for)
         gfr_rdma_offer_pulled(conn, plan.done_for, plan.done_status);
     if (plan.reply_to)
-        gfr_rdma_offer_revoke_writes(conn, plan.reply_to);
+        gfr_rdma_offer_revoke_writes(conn, plan.reply_to, msg.hdr.written);
     if (plan.refuse) {
         struct gfr_wire_hdr hdr = {.type = GFR_WIRE_ERROR, .xid = msg.hdr.xid,
                                    .written = ENOMEM};

@@ -36,10 +36,43 @@ struct submission {
     struct gfr_xfer_local local[GFR_WIRE_MAX_SEGS];
     unsigned n_local;
     struct gfr_rdma_peer_wl *wl; /* PUSH: the peer's list, taken */
+    size_t staged_bytes;         /* copied into staging buffers */
 };
 
-/* Registers (or copies, when there are more than room) the body pieces as
- * read segments (REMOTE_READ) or as local sources of a push. */
+/* Is copying len bytes of bulk through a staging buffer the way
+ * (copy-max, docs/engine.md)? */
+static int
+stages(const struct gfr_rdma_conn *conn, size_t len)
+{
+    return len && len <= conn->engine->opts.copy_max && len <= gfr_rdma_sbuf_max();
+}
+
+/* Copies the pieces into the offer's staging buffer: one read segment, or
+ * one local source of a push.  No lock held. */
+static int
+stage_pieces(struct gfr_rdma_conn *conn, struct submission *s, const struct iovec *iov,
+             unsigned cnt, size_t total, int for_push)
+{
+    struct gfr_rdma_sbuf *b;
+    int err = gfr_rdma_sbuf_get(conn, total, &b);
+
+    if (err)
+        return err;
+    s->offer->staged = b;
+    gfr_rdma_sbuf_copy_in(b, 0, iov, cnt);
+    s->staged_bytes += total;
+    if (for_push)
+        s->local[s->n_local++] =
+            (struct gfr_xfer_local){(uintptr_t)b->mem, (uint32_t)total, b->mr->lkey};
+    else
+        s->read[s->n_read++] =
+            (struct gfr_wire_seg){(uintptr_t)b->mem, b->mr->rkey, (uint32_t)total};
+    return 0;
+}
+
+/* Stages the body pieces (up to copy-max), or registers them (or a copy,
+ * when there are more than room) as read segments (REMOTE_READ) or as
+ * local sources of a push. */
 static int
 register_pieces(struct gfr_rdma_conn *conn, struct submission *s,
                 const struct iovec *iov, unsigned cnt, size_t total, unsigned room,
@@ -49,6 +82,8 @@ register_pieces(struct gfr_rdma_conn *conn, struct submission *s,
     unsigned used = 0;
     struct iovec joined;
 
+    if (stages(conn, total))
+        return stage_pieces(conn, s, iov, cnt, total, for_push);
     for (unsigned i = 0; i < cnt; i++)
         used += iov[i].iov_len != 0;
     if (used > room) {
@@ -89,12 +124,38 @@ register_pieces(struct gfr_rdma_conn *conn, struct submission *s,
     return 0;
 }
 
-/* Registers the reply buffers a request offers (remote write access). */
+/*
+ * Offers a staging buffer for the reply's bulk, as one write segment of
+ * the reply buffers' total; the reply's written bytes are copied out into
+ * them when it comes (gfr_rdma_offer_revoke_writes).
+ */
+static int
+offer_landing(struct gfr_rdma_conn *conn, struct submission *s, size_t total)
+{
+    const struct gfr_rdma_msg *msg = s->msg;
+    int err = gfr_rdma_sbuf_get(conn, total, &s->offer->landing);
+
+    if (err)
+        return err;
+    memcpy(s->offer->reply, msg->reply, msg->reply_cnt * sizeof(msg->reply[0]));
+    s->offer->reply_cnt = msg->reply_cnt;
+    s->write[s->n_write++] = (struct gfr_wire_seg){
+        (uintptr_t)s->offer->landing->mem, s->offer->landing->mr->rkey, (uint32_t)total};
+    s->offer->write_total = total;
+    s->offer->waits |= GFR_OFFER_REPLY;
+    return 0;
+}
+
+/* Registers the reply buffers a request offers (remote write access), or
+ * offers a staging buffer in their place (up to copy-max). */
 static int
 offer_reply_buffers(struct gfr_rdma_conn *conn, struct submission *s)
 {
     const struct gfr_rdma_msg *msg = s->msg;
+    size_t total = gfr_rdma_iov_total(msg->reply, msg->reply_cnt);
 
+    if (stages(conn, total))
+        return offer_landing(conn, s, total);
     for (unsigned i = 0; i < msg->reply_cnt; i++) {
         struct ibv_mr *mr;
         int err;
@@ -122,9 +183,24 @@ copy_and_register(struct gfr_rdma_conn *conn, struct submission *s)
 {
     const struct gfr_rdma_msg *msg = s->msg;
     struct iovec all;
-    uint8_t *copy = malloc(s->head_len + s->bulk_len);
+    uint8_t *copy;
     size_t off = 0;
 
+    if (stages(conn, s->head_len + s->bulk_len)) {
+        struct gfr_rdma_sbuf *b;
+        int err = gfr_rdma_sbuf_get(conn, s->head_len + s->bulk_len, &b);
+
+        if (err)
+            return err;
+        s->offer->staged = b;
+        off = gfr_rdma_sbuf_copy_in(b, 0, msg->head, msg->head_cnt);
+        off = gfr_rdma_sbuf_copy_in(b, off, msg->bulk, msg->bulk_cnt);
+        s->staged_bytes += off;
+        s->read[s->n_read++] = (struct gfr_wire_seg){(uintptr_t)b->mem, b->mr->rkey,
+                                                     (uint32_t)off};
+        return 0;
+    }
+    copy = malloc(s->head_len + s->bulk_len);
     if (!copy)
         return -ENOMEM;
     for (unsigned i = 0; i < msg->head_cnt; i++) {
@@ -182,22 +258,37 @@ prepare(struct gfr_rdma_conn *conn, struct submission *s, uint32_t inline_max,
 }
 
 /*
- * A push ended (gfr_rdma_xfer_finished_fn): written, its reply goes into
- * the send queue; failed, the reply is dropped and its offer part released
- * with -ENOTCONN; cancelled at the end of the connection, the offer ends
- * with the others.  Poller thread, or the CM thread at the end; no lock
- * held.
+ * A push has posted its last WRITE (gfr_rdma_xfer_posted_fn): its reply
+ * goes into the send queue now, behind the WRITEs on the same queue pair.
+ * RC delivers it after their data is placed, and a WRITE that fails moves
+ * the queue pair to the error state, which flushes the reply instead: the
+ * peer never sees a reply without its data, and no wait for the WRITEs'
+ * completions (and a poller's wake-up) sits between the data and the
+ * reply.  Caller holds conn->lock.
+ */
+static void
+push_posted(struct gfr_rdma_xfer *x)
+{
+    struct gfr_rdma_pending *reply = x->reply;
+
+    x->reply = NULL;
+    gfr_rdma_queue_locked(x->ctx.conn, reply);
+}
+
+/*
+ * A push ended (gfr_rdma_xfer_finished_fn).  Its reply went to the send
+ * queue when the last WRITE was posted, and its offer part ends with that
+ * SEND; a push cancelled or failed before that drops the reply and
+ * releases its part with -ENOTCONN (cancelled at the end of the
+ * connection: the offer ends with the others).  Poller thread, or the CM
+ * thread at the end; no lock held.
  */
 static void
 push_finished(struct gfr_rdma_xfer *x, int status)
 {
     struct gfr_rdma_conn *conn = x->ctx.conn;
 
-    if (status == 0) {
-        pthread_mutex_lock(&conn->lock);
-        gfr_rdma_queue_locked(conn, x->reply);
-        pthread_mutex_unlock(&conn->lock);
-    } else {
+    if (x->reply) {
         free(x->reply);
         if (status != -ECANCELED)
             gfr_rdma_offer_settle(conn, x->offer, GFR_OFFER_SEND, -ENOTCONN);
@@ -207,8 +298,9 @@ push_finished(struct gfr_rdma_xfer *x, int status)
 
 /*
  * Starts writing the submission's bulk (s->local) into the peer's write
- * list s->wl; reply (carrying one part of s->offer) is sent once it is
- * written.  Caller holds conn->lock.  0, -ENOMEM, -EMSGSIZE, -EPROTO.
+ * list s->wl; reply (carrying one part of s->offer) follows the last
+ * WRITE (push_posted).  Caller holds conn->lock.  0, -ENOMEM, -EMSGSIZE,
+ * -EPROTO.
  */
 static int
 push_start_locked(struct gfr_rdma_conn *conn, const struct submission *s,
@@ -219,6 +311,7 @@ push_start_locked(struct gfr_rdma_conn *conn, const struct submission *s,
 
     if (!x)
         return -ENOMEM;
+    x->posted = push_posted;
     memcpy(x->local, s->local, s->n_local * sizeof(s->local[0]));
     memcpy(x->remote, s->wl->seg, s->wl->n * sizeof(s->wl->seg[0]));
     err = gfr_xfer_init(&x->plan, x->local, s->n_local, x->remote, s->wl->n, s->bulk_len,
@@ -375,10 +468,12 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         cds_list_add_tail(&s.offer->link,
                           &conn->offers[msg->xid % GFR_RDMA_XID_BUCKETS]);
         err = transmit_locked(conn, &s);
-        if (err)
+        if (err) {
             cds_list_del_init(&s.offer->link);
-        else
+        } else {
             await_reply_locked(conn, msg);
+            conn->stats.staged_bytes += s.staged_bytes;
+        }
     }
     pthread_mutex_unlock(&conn->lock);
 out:
@@ -410,17 +505,20 @@ gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
     msg.xid = ++conn->xid;
     pthread_mutex_unlock(&conn->lock);
     if (len > gfr_rdma_max_inline(conn)) {
-        /* Offered as a read list: the copy lives until the peer's DONE. */
+        /* Offered as a read list: staged during submit (copy-max), or
+         * else a copy that lives until the peer's DONE. */
         if (len > gfr_rdma_max_msg(conn))
             return -EMSGSIZE;
-        copy = malloc(len);
-        if (!copy)
-            return -ENOMEM;
-        memcpy(copy, data, len);
-        iov.iov_base = copy;
         msg.head_cnt = 0;
         msg.bulk = &iov;
         msg.bulk_cnt = 1;
+        if (!stages(conn, len)) {
+            copy = malloc(len);
+            if (!copy)
+                return -ENOMEM;
+            memcpy(copy, data, len);
+            iov.iov_base = copy;
+        }
     }
     return submit(conn, &msg, copy);
 }

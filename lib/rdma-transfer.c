@@ -37,6 +37,16 @@ gfr_rdma_xfer_new(struct gfr_rdma_conn *conn, int is_pull, gfr_rdma_xfer_finishe
     return x;
 }
 
+/* x has posted its last operation.  Caller holds conn->lock. */
+static void
+all_posted_locked(struct gfr_rdma_xfer *x)
+{
+    cds_list_del(&x->link);
+    x->state = GFR_XFER_DRAINING;
+    if (x->posted)
+        x->posted(x);
+}
+
 /*
  * Posts READs and WRITEs of the queued transfers while fewer than
  * rdma-depth are in flight.  A failing post ends the connection.  Caller
@@ -57,8 +67,7 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         int err;
 
         if (gfr_xfer_next(&x->plan, &op) != 1) {
-            cds_list_del(&x->link);
-            x->state = GFR_XFER_DRAINING;
+            all_posted_locked(x);
             continue;
         }
         sge = (struct ibv_sge){.addr = op.local_addr, .length = op.length, .lkey = op.lkey};
@@ -83,10 +92,8 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
             conn->stats.rdma_reads++;
         else
             conn->stats.rdma_writes++;
-        if (x->plan.left == 0) {
-            cds_list_del(&x->link);
-            x->state = GFR_XFER_DRAINING;
-        }
+        if (x->plan.left == 0)
+            all_posted_locked(x);
     }
 }
 

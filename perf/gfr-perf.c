@@ -14,11 +14,13 @@
  *       half of it)
  *   gfr-perf bw ADDR PORT BINDADDR [-s SIZE] [-w WINDOW] [-n COUNT] [-R]
  *       keeps WINDOW requests of SIZE bytes in flight (default 1 MiB, 16,
- *       200); the bodies are the caller's own buffers, registered per
- *       transfer and pulled by the server with RDMA READ; with -R the
+ *       200); the bodies are the caller's own buffers, copied into staging
+ *       buffers (or registered per transfer, -o copy-max=0) and pulled by
+ *       the server with RDMA READ; with -R the
  *       requests are small and ask for SIZE-byte replies, which the server
  *       RDMA-writes into the buffers each request offered.  Prints MB/s
- *       (10^6 bytes) and the registration cost
+ *       (10^6 bytes), the registration cost and the client process's CPU
+ *       time per MiB moved
  *   gfr-perf rate ADDR PORT BINDADDR [-c CONNS] [-d DEPTH] [-s SIZE] [-n OPS]
  *       CONNS connections with DEPTH echo requests each in flight; prints
  *       completed requests per second
@@ -444,13 +446,23 @@ run_latency(const struct gfr_rdma_opts *opts, int json)
     return 0;
 }
 
+/* CPU time of the whole process (every thread, user and system). */
+static uint64_t
+process_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* bw and rate: g.window slots per connection, refilled as they finish. */
 static int
 run_window(const struct gfr_rdma_opts *opts, int json)
 {
     struct gfr_rdma_conn_stats st;
     unsigned long regs = 0, reg_ns = 0;
-    uint64_t start, elapsed;
+    uint64_t start, elapsed, cpu_start, cpu;
     double secs;
     int err = 0;
 
@@ -474,6 +486,7 @@ run_window(const struct gfr_rdma_opts *opts, int json)
             s->iov[1] = (struct iovec){s->buf, g.size};
         }
     }
+    cpu_start = process_cpu_ns();
     start = gfr_now_ns();
     for (unsigned k = 0; k < g.window && !err; k++)
         for (unsigned i = 0; i < g.nconns && !err; i++)
@@ -484,6 +497,7 @@ run_window(const struct gfr_rdma_opts *opts, int json)
         err = WAIT_FOR(uatomic_read(&g.finished) >= g.target || g.failed);
     pthread_mutex_unlock(&g.lock);
     elapsed = gfr_now_ns() - start;
+    cpu = process_cpu_ns() - cpu_start;
     if (err || g.failed) {
         fprintf(stderr, "gfr-perf: %lu of %lu requests completed\n", g.finished, g.target);
         return 1;
@@ -496,20 +510,25 @@ run_window(const struct gfr_rdma_opts *opts, int json)
     secs = (double)elapsed / 1e9;
     if (g.mode == 'b') {
         double mbps = (double)g.size * (double)g.finished / secs / 1e6;
+        double mib = (double)g.size * (double)g.finished / (1 << 20);
+        double cpu_ms_per_mib = (double)cpu / 1e6 / mib;
 
         if (json)
             printf("{\"mode\":\"bw\",\"direction\":\"%s\",\"size\":%zu,\"window\":%u,"
                    "\"count\":%lu,\"poll_mode\":\"%s\",\"dispatch\":\"%s\","
-                   "\"mb_per_s\":%.2f,\"registrations\":%lu,\"registration_us_avg\":%.2f}\n",
+                   "\"mb_per_s\":%.2f,\"registrations\":%lu,\"registration_us_avg\":%.2f,"
+                   "\"cpu_ms_per_mib\":%.3f}\n",
                    g.reverse ? "reply-write" : "request-read", g.size, g.window,
                    g.finished, gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch),
-                   mbps, regs, regs ? (double)reg_ns / 1e3 / (double)regs : 0.0);
+                   mbps, regs, regs ? (double)reg_ns / 1e3 / (double)regs : 0.0,
+                   cpu_ms_per_mib);
         else
             printf(" #bytes  window  #requests  BW[MB/s]  direction     registrations  "
-                   "avg reg+dereg[us]  (%s, %s)\n %-7zu %-7u %-10lu %-9.2f %-13s %-14lu %.2f\n",
+                   "avg reg+dereg[us]  CPU[ms/MiB]  (%s, %s)\n"
+                   " %-7zu %-7u %-10lu %-9.2f %-13s %-14lu %-18.2f %.3f\n",
                    gfr_poll_mode_str(opts->poll_mode), gfr_dispatch_str(opts->dispatch), g.size,
                    g.window, g.finished, mbps, g.reverse ? "reply-write" : "request-read",
-                   regs, regs ? (double)reg_ns / 1e3 / (double)regs : 0.0);
+                   regs, regs ? (double)reg_ns / 1e3 / (double)regs : 0.0, cpu_ms_per_mib);
     } else {
         double rate = (double)g.finished / secs;
 

@@ -80,6 +80,11 @@ volume_option_t options[] = {
     {.key = {"transport.rdma.segment-size"}, .type = GF_OPTION_TYPE_SIZET,
      .min = 4 * GF_UNIT_KB, .max = GF_UNIT_GB, .default_value = "1MB",
      .description = "Largest single RDMA READ or WRITE."},
+    {.key = {"transport.rdma.copy-max"}, .type = GF_OPTION_TYPE_SIZET, .min = 0,
+     .max = 4 * GF_UNIT_MB, .default_value = "128KB",
+     .description = "Bulk data up to this size is copied through buffers each connection "
+                    "registered once, instead of registering the caller's memory for each "
+                    "transfer; 0: always register."},
     {.key = {"transport.rdma.rdma-depth"}, .type = GF_OPTION_TYPE_INT, .min = 1,
      .max = 64, .default_value = "4",
      .description = "RDMA READs/WRITEs in flight per connection."},

@@ -70,6 +70,15 @@ struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int ac
     return mr;
 }
 
+/* What ibv_reg_mr becomes when its access flags are not a constant. */
+struct ibv_mr *
+ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+                 unsigned int access)
+{
+    (void)iova;
+    return (ibv_reg_mr)(pd, addr, length, (int)access);
+}
+
 int
 ibv_dereg_mr(struct ibv_mr *mr)
 {

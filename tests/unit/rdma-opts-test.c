@@ -150,7 +150,7 @@ poke(struct gfr_rdma_opts *o, const char *key, long long value)
         F("reply-spin-max-us", reply_spin_max_us),
         F("pollers", pollers), F("dispatch", dispatch), F("receive-queue", receive_queue),
         F("credits", credits), F("inline-max", inline_max), F("max-msg", max_msg),
-        F("segment-size", segment_size), F("rdma-depth", rdma_depth),
+        F("segment-size", segment_size), F("copy-max", copy_max), F("rdma-depth", rdma_depth),
         F("connect-timeout-ms", connect_timeout_ms), F("keepalive-ms", keepalive_ms),
         F("qp-timeout", qp_timeout), F("retry-count", retry_count), F("rnr-retry", rnr_retry),
         F("port", port), F("gid-index", gid_index), F("latency-stats", latency_stats),
@@ -220,7 +220,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
         }
         n++;
     }
-    assert_int_equal(n, 20);
+    assert_int_equal(n, 21);
 }
 
 int

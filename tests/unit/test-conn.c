@@ -67,6 +67,7 @@ test_conn_free(struct gfr_rdma_conn *conn)
     gfr_rdma_xfers_release_all(conn);
     gfr_rdma_tx_release_all(conn);
     gfr_rdma_offers_release_all(conn);
+    gfr_rdma_sbuf_drain(conn);
     pthread_mutex_lock(&test_engine.lock);
     cds_list_del(&conn->link);
     pthread_mutex_unlock(&test_engine.lock);

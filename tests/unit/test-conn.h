@@ -27,7 +27,7 @@ struct gfr_rdma_conn *test_conn_new(const struct sockaddr *peer, uint32_t credit
                                     enum gfr_conn_state at);
 
 /* Ends what the connection still holds (waiting messages, offers, whose
- * done callbacks are called) and frees it. */
+ * done callbacks are called, staging buffers) and frees it. */
 void test_conn_free(struct gfr_rdma_conn *conn);
 
 #endif /* GFR_TEST_CONN_H */

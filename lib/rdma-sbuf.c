@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Staging buffers: where the bulk of our own messages goes when copying
+ * it is cheaper than registering the caller's memory for one transfer
+ * (up to copy-max bytes; docs/engine.md, "Bulk data without per-transfer
+ * registration").  A staging buffer is a read list the peer pulls from,
+ * the source of a push into the peer's write list, or the write list a
+ * request offers for its reply, so it is registered once with local write
+ * and remote read and write access, and kept.
+ *
+ * Remote access without revoking is safe because the buffers belong to
+ * one connection: its peer learns their rkeys and nobody else does, and
+ * they only ever hold data exchanged with that peer.  What it could read
+ * or overwrite after a transfer is data it sends or is sent anyway.
+ *
+ * Free lists by size class (64 KiB, 256 KiB, 1 MiB, 4 MiB), at most a
+ * few buffers each, under conn->lock; a miss registers a new buffer
+ * without the lock (counted as a registration), and a buffer beyond what a
+ * class keeps is deregistered when it comes back.  Ownership: the offer
+ * that took a buffer holds it until the offer ends (rdma-offer.c); the
+ * free lists are the connection's, emptied at its end.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdma-internal.h"
+
+static const size_t class_size[GFR_SBUF_CLASSES] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
+static const unsigned class_keep[GFR_SBUF_CLASSES] = {8, 4, 4, 1};
+
+#define SBUF_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
+
+/* The largest bulk a staging buffer holds. */
+size_t
+gfr_rdma_sbuf_max(void)
+{
+    return class_size[GFR_SBUF_CLASSES - 1];
+}
+
+static int
+class_of(size_t len)
+{
+    for (int c = 0; c < GFR_SBUF_CLASSES; c++)
+        if (len <= class_size[c])
+            return c;
+    return -1;
+}
+
+static void
+sbuf_free(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
+{
+    gfr_rdma_mr_deregister(conn, &b->mr, 1);
+    free(b->mem);
+    free(b);
+}
+
+/*
+ * A staging buffer of at least len bytes (len <= gfr_rdma_sbuf_max()),
+ * from the connection's free list or newly registered.  No lock held:
+ * takes conn->lock, and registers without it.  0, -EINVAL, or the
+ * allocation's or registration's error (logged by rdma-mr.c).
+ */
+int
+gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf **bp)
+{
+    int cls = class_of(len);
+    struct gfr_rdma_sbuf *b;
+    int err;
+
+    if (cls < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&conn->lock);
+    b = conn->sbuf_free[cls];
+    if (b) {
+        conn->sbuf_free[cls] = b->next_free;
+        conn->sbuf_nfree[cls]--;
+    }
+    pthread_mutex_unlock(&conn->lock);
+    if (b) {
+        *bp = b;
+        return 0;
+    }
+    b = calloc(1, sizeof(*b));
+    if (b)
+        b->mem = aligned_alloc(4096, class_size[cls]);
+    if (!b || !b->mem) {
+        gfr_rdma_conn_log(conn, "no memory for a %zu-byte staging buffer", class_size[cls]);
+        free(b);
+        return -ENOMEM;
+    }
+    err = gfr_rdma_mr_register(conn, b->mem, class_size[cls], SBUF_ACCESS, &b->mr);
+    if (err) {
+        free(b->mem);
+        free(b);
+        return err;
+    }
+    b->cls = cls;
+    *bp = b;
+    return 0;
+}
+
+/* Gives b back to its connection, or deregisters it when its class keeps
+ * enough.  Any thread, no lock held (takes conn->lock). */
+void
+gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
+{
+    int keep;
+
+    pthread_mutex_lock(&conn->lock);
+    keep = conn->sbuf_nfree[b->cls] < class_keep[b->cls];
+    if (keep) {
+        b->next_free = conn->sbuf_free[b->cls];
+        conn->sbuf_free[b->cls] = b;
+        conn->sbuf_nfree[b->cls]++;
+    }
+    pthread_mutex_unlock(&conn->lock);
+    if (!keep)
+        sbuf_free(conn, b);
+}
+
+/* The end of the connection, once its offers have ended: deregisters and
+ * frees the free lists.  Takes conn->lock. */
+void
+gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn)
+{
+    for (int c = 0; c < GFR_SBUF_CLASSES; c++) {
+        struct gfr_rdma_sbuf *b;
+
+        pthread_mutex_lock(&conn->lock);
+        b = conn->sbuf_free[c];
+        conn->sbuf_free[c] = NULL;
+        conn->sbuf_nfree[c] = 0;
+        pthread_mutex_unlock(&conn->lock);
+        while (b) {
+            struct gfr_rdma_sbuf *next = b->next_free;
+
+            sbuf_free(conn, b);
+            b = next;
+        }
+    }
+}
+
+/* Copies the n iovecs' bytes, in order, into b from offset off on (they
+ * fit: the caller chose b's class by their total).  Returns the offset
+ * after them.  No state. */
+size_t
+gfr_rdma_sbuf_copy_in(struct gfr_rdma_sbuf *b, size_t off, const struct iovec *iov, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (iov[i].iov_len)
+            memcpy((uint8_t *)b->mem + off, iov[i].iov_base, iov[i].iov_len);
+        off += iov[i].iov_len;
+    }
+    return off;
+}
+
+/* Copies the first len bytes of b out into the n iovecs, in order (len is
+ * at most their total).  No state. */
+void
+gfr_rdma_sbuf_copy_out(const struct gfr_rdma_sbuf *b, size_t len, const struct iovec *iov,
+                         unsigned n)
+{
+    size_t off = 0;
+
+    for (unsigned i = 0; i < n && off < len; i++) {
+        size_t take = iov[i].iov_len < len - off ? iov[i].iov_len : len - off;
+
+        memcpy(iov[i].iov_base, (const uint8_t *)b->mem + off, take);
+        off += take;
+    }
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Staging buffers (lib/rdma-sbuf.c) of one test connection: reuse without
+ * a new registration, the size classes and what each keeps, the copies in
+ * and out across iovecs, and nothing left registered after the drain.
+ * fake-verbs.c counts the registrations.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake-verbs.h"
+#include "test-conn.h"
+
+static struct gfr_rdma_conn *conn;
+static unsigned base_regs, base_deregs;
+
+static int
+setup(void **state)
+{
+    (void)state;
+    test_conn_reset();
+    conn = test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
+    base_regs = fake_verbs.registered;
+    base_deregs = fake_verbs.deregistered;
+    return 0;
+}
+
+static int
+teardown(void **state)
+{
+    (void)state;
+    gfr_rdma_sbuf_drain(conn);
+    assert_int_equal(fake_verbs.deregistered - base_deregs, fake_verbs.registered - base_regs);
+    test_conn_free(conn);
+    return 0;
+}
+
+static void
+test_a_returned_buffer_is_reused(void **state)
+{
+    struct gfr_rdma_sbuf *a, *b;
+
+    (void)state;
+    assert_int_equal(gfr_rdma_sbuf_get(conn, 100 << 10, &a), 0);
+    assert_true(a->mr->length >= 100 << 10);
+    gfr_rdma_sbuf_put(conn, a);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, 200 << 10, &b), 0); /* same class */
+    assert_ptr_equal(a, b);
+    assert_int_equal(fake_verbs.registered - base_regs, 1);
+    gfr_rdma_sbuf_put(conn, b);
+}
+
+static void
+test_each_class_keeps_a_few_and_lets_the_rest_go(void **state)
+{
+    struct gfr_rdma_sbuf *b[6];
+
+    (void)state;
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(gfr_rdma_sbuf_get(conn, 1 << 20, &b[i]), 0);
+    for (int i = 0; i < 6; i++)
+        gfr_rdma_sbuf_put(conn, b[i]);
+    assert_int_equal(fake_verbs.registered - base_regs, 6);
+    assert_int_equal(fake_verbs.deregistered - base_deregs, 2); /* the 1 MiB class keeps 4 */
+    assert_int_equal(gfr_rdma_sbuf_get(conn, gfr_rdma_sbuf_max() + 1, &b[0]), -EINVAL);
+}
+
+static void
+test_copies_follow_the_iovecs(void **state)
+{
+    char out1[3], out2[10];
+    struct iovec in[] = {{"abc", 3}, {"", 0}, {"defgh", 5}};
+    struct iovec out[] = {{out1, sizeof(out1)}, {out2, sizeof(out2)}};
+    struct gfr_rdma_sbuf *b;
+    size_t end;
+
+    (void)state;
+    assert_int_equal(gfr_rdma_sbuf_get(conn, 64, &b), 0);
+    end = gfr_rdma_sbuf_copy_in(b, 0, in, 3);
+    assert_int_equal(end, 8);
+    assert_int_equal(gfr_rdma_sbuf_copy_in(b, end, in, 1), 11);
+    memset(out2, 0, sizeof(out2));
+    gfr_rdma_sbuf_copy_out(b, 10, out, 2);
+    assert_memory_equal(out1, "abc", 3);
+    assert_memory_equal(out2, "defghab\0\0", 10);
+    gfr_rdma_sbuf_put(conn, b);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_a_returned_buffer_is_reused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_each_class_keeps_a_few_and_lets_the_rest_go,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copies_follow_the_iovecs, setup, teardown),
+    };
+
+    return cmocka_run_group_tests_name("rdma-sbuf", tests, NULL, NULL);
+}
