@@ -244,9 +244,10 @@ may_retire(struct gfr_pool *pool)
 }
 
 /*
- * Sleeps until woken, until the next timer is due, or for idle_ms.
- * Returns 1 when the worker should exit (idle too long, above min_threads,
- * no timer armed).
+ * Sleeps until woken, until the next timer is due, or for idle_ms when
+ * the pool has more than min_threads (a worker that could not retire
+ * sleeps with no timeout: an idle pool wakes nobody).  Returns 1 when the
+ * worker should exit (idle too long, above min_threads, no timer armed).
  */
 static int
 sleep_for_work(struct gfr_pool_worker *worker)
@@ -261,6 +262,8 @@ sleep_for_work(struct gfr_pool_worker *worker)
     if (timer_ms >= 0 && timer_ms < wait_ms) {
         wait_ms = timer_ms;
         timer_bound = 1;
+    } else if (uatomic_read(&pool->nr_threads) <= pool->opts.min_threads) {
+        wait_ms = -1;
     }
 
     pthread_mutex_lock(&pool->idle_lock);
@@ -281,8 +284,8 @@ sleep_for_work(struct gfr_pool_worker *worker)
     timeout.tv_sec = wait_ms / 1000;
     timeout.tv_nsec = (wait_ms % 1000) * 1000000;
     do {
-        ret = futex_noasync(&worker->futex, FUTEX_WAIT_PRIVATE, -1, &timeout,
-                            NULL, 0);
+        ret = futex_noasync(&worker->futex, FUTEX_WAIT_PRIVATE, -1,
+                            wait_ms < 0 ? NULL : &timeout, NULL, 0);
     } while (ret < 0 && errno == EINTR && uatomic_read(&worker->futex) == -1);
 
     /* wake_one set the word to 0 after taking us off the stack: no need

@@ -402,6 +402,7 @@ struct gfr_rdma_conn {
     struct cds_list_head retired; /* struct gfr_rdma_retired, oldest first */
     struct gfr_rdma_sbuf *sbuf_free[GFR_SBUF_CLASSES]; /* staging buffers kept */
     unsigned sbuf_nfree[GFR_SBUF_CLASSES];
+    int sbuf_drained; /* the end: buffers given back now are freed */
 
     uint32_t nrecv;      /* receive buffers (local credits) */
     uint32_t nsend;      /* send slots */

@@ -102,14 +102,16 @@ gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf *
 }
 
 /* Gives b back to its connection, or deregisters it when its class keeps
- * enough.  Any thread, no lock held (takes conn->lock). */
+ * enough or the connection has ended (a submission that lost the race
+ * with the end gives its buffer back after the drain).  Any thread, no
+ * lock held (takes conn->lock). */
 void
 gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 {
     int keep;
 
     pthread_mutex_lock(&conn->lock);
-    keep = conn->sbuf_nfree[b->cls] < class_keep[b->cls];
+    keep = !conn->sbuf_drained && conn->sbuf_nfree[b->cls] < class_keep[b->cls];
     if (keep) {
         b->next_free = conn->sbuf_free[b->cls];
         conn->sbuf_free[b->cls] = b;
@@ -121,7 +123,7 @@ gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 }
 
 /* The end of the connection, once its offers have ended: deregisters and
- * frees the free lists.  Takes conn->lock. */
+ * frees the free lists, and what comes back later.  Takes conn->lock. */
 void
 gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn)
 {
@@ -129,6 +131,7 @@ gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn)
         struct gfr_rdma_sbuf *b;
 
         pthread_mutex_lock(&conn->lock);
+        conn->sbuf_drained = 1;
         b = conn->sbuf_free[c];
         conn->sbuf_free[c] = NULL;
         conn->sbuf_nfree[c] = 0;

@@ -93,6 +93,20 @@ test_copies_follow_the_iovecs(void **state)
     gfr_rdma_sbuf_put(conn, b);
 }
 
+/* A buffer given back after the connection's end is freed, not kept. */
+static void
+test_a_buffer_back_after_the_drain_is_freed(void **state)
+{
+    struct gfr_rdma_sbuf *b;
+
+    (void)state;
+    assert_int_equal(gfr_rdma_sbuf_get(conn, 1000, &b), 0);
+    gfr_rdma_sbuf_drain(conn);
+    gfr_rdma_sbuf_put(conn, b);
+    assert_int_equal(fake_verbs.deregistered - base_deregs, 1);
+    assert_null(conn->sbuf_free[0]);
+}
+
 int
 main(void)
 {
@@ -101,6 +115,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_each_class_keeps_a_few_and_lets_the_rest_go,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_copies_follow_the_iovecs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_buffer_back_after_the_drain_is_freed, setup,
+                                        teardown),
     };
 
     return cmocka_run_group_tests_name("rdma-sbuf", tests, NULL, NULL);
