@@ -77,7 +77,9 @@ struct gfr_rdma_wr {
     uint8_t trace_stage;
 };
 
-#define GFR_PBUF_CLASSES 4
+/* The size classes of the engine's registered buffers, pull and staging
+ * (64 KiB, 256 KiB, 1 MiB, 4 MiB; rdma-pbuf.c). */
+#define GFR_BUF_CLASSES 4
 
 /* Work completions reaped per ibv_poll_cq. */
 #define GFR_POLL_BATCH 32
@@ -91,8 +93,6 @@ struct gfr_rdma_pbuf {
     struct ibv_mr *mr;
     uint8_t *mem;
 };
-
-#define GFR_SBUF_CLASSES 4
 
 /* A connection's registered buffer for the bulk of its own messages
  * (rdma-sbuf.c). */
@@ -116,8 +116,8 @@ struct gfr_rdma_poller {
     int stopping;
     /* Pull buffers: free lists only this poller touches, and what other
      * threads gave back (wait-free pushes, emptied by this poller). */
-    struct gfr_rdma_pbuf *pbuf_free[GFR_PBUF_CLASSES];
-    unsigned pbuf_nfree[GFR_PBUF_CLASSES];
+    struct gfr_rdma_pbuf *pbuf_free[GFR_BUF_CLASSES];
+    unsigned pbuf_nfree[GFR_BUF_CLASSES];
     struct __cds_wfcq_head pbuf_returns_head;
     struct cds_wfcq_tail pbuf_returns_tail;
     /* Statistics: written by the poller thread alone (CMM_STORE_SHARED),
@@ -400,8 +400,8 @@ struct gfr_rdma_conn {
     struct cds_list_head xfers;
     uint32_t rdma_inflight;
     struct cds_list_head retired; /* struct gfr_rdma_retired, oldest first */
-    struct gfr_rdma_sbuf *sbuf_free[GFR_SBUF_CLASSES]; /* staging buffers kept */
-    unsigned sbuf_nfree[GFR_SBUF_CLASSES];
+    struct gfr_rdma_sbuf *sbuf_free[GFR_BUF_CLASSES]; /* staging buffers kept */
+    unsigned sbuf_nfree[GFR_BUF_CLASSES];
     int sbuf_drained; /* the end: buffers given back now are freed */
 
     uint32_t nrecv;      /* receive buffers (local credits) */
@@ -608,7 +608,9 @@ size_t gfr_rdma_sbuf_copy_in(struct gfr_rdma_sbuf *b, size_t off, const struct i
 void gfr_rdma_sbuf_copy_out(const struct gfr_rdma_sbuf *b, size_t len, const struct iovec *iov,
                             unsigned n);
 
-/* rdma-pbuf.c: registered buffers to pull into */
+/* rdma-pbuf.c: registered buffers to pull into, and the buffer classes */
+size_t gfr_rdma_buf_class_size(int cls);
+int gfr_rdma_buf_class_of(size_t len);
 struct gfr_rdma_pbuf *gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len);
 void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
 void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);

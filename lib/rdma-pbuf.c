@@ -25,13 +25,21 @@
 
 #include "rdma-internal.h"
 
-static const size_t class_size[GFR_PBUF_CLASSES] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
-static const unsigned class_keep[GFR_PBUF_CLASSES] = {32, 16, 8, 4};
+static const size_t class_size[GFR_BUF_CLASSES] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
+static const unsigned class_keep[GFR_BUF_CLASSES] = {32, 16, 8, 4};
 
-static int
-class_of(size_t len)
+/* The bytes of a buffer of class cls.  No state. */
+size_t
+gfr_rdma_buf_class_size(int cls)
 {
-    for (int c = 0; c < GFR_PBUF_CLASSES; c++)
+    return class_size[cls];
+}
+
+/* The smallest class that holds len bytes, or -1.  No state. */
+int
+gfr_rdma_buf_class_of(size_t len)
+{
+    for (int c = 0; c < GFR_BUF_CLASSES; c++)
         if (len <= class_size[c])
             return c;
     return -1;
@@ -109,7 +117,7 @@ take_returns(struct gfr_rdma_poller *p, bool wait)
 struct gfr_rdma_pbuf *
 gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len)
 {
-    int cls = class_of(len);
+    int cls = gfr_rdma_buf_class_of(len);
     struct gfr_rdma_pbuf *b;
 
     if (cls < 0)
@@ -142,7 +150,7 @@ void
 gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p)
 {
     take_returns(p, true);
-    for (int c = 0; c < GFR_PBUF_CLASSES; c++) {
+    for (int c = 0; c < GFR_BUF_CLASSES; c++) {
         while (p->pbuf_free[c]) {
             struct gfr_rdma_pbuf *b = p->pbuf_free[c];
 

@@ -13,8 +13,8 @@
  * they only ever hold data exchanged with that peer.  What it could read
  * or overwrite after a transfer is data it sends or is sent anyway.
  *
- * Free lists by size class (64 KiB, 256 KiB, 1 MiB, 4 MiB), at most a
- * few buffers each, under conn->lock; a miss registers a new buffer
+ * Free lists by size class (those of the pull buffers, rdma-pbuf.c), at
+ * most a few buffers each, under conn->lock; a miss registers a new buffer
  * without the lock (counted as a registration), and a buffer beyond what a
  * class keeps is deregistered when it comes back.  Ownership: the offer
  * that took a buffer holds it until the offer ends (rdma-offer.c); the
@@ -27,8 +27,7 @@
 
 #include "rdma-internal.h"
 
-static const size_t class_size[GFR_SBUF_CLASSES] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
-static const unsigned class_keep[GFR_SBUF_CLASSES] = {8, 4, 4, 1};
+static const unsigned class_keep[GFR_BUF_CLASSES] = {8, 4, 4, 1};
 
 #define SBUF_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
 
@@ -36,16 +35,7 @@ static const unsigned class_keep[GFR_SBUF_CLASSES] = {8, 4, 4, 1};
 size_t
 gfr_rdma_sbuf_max(void)
 {
-    return class_size[GFR_SBUF_CLASSES - 1];
-}
-
-static int
-class_of(size_t len)
-{
-    for (int c = 0; c < GFR_SBUF_CLASSES; c++)
-        if (len <= class_size[c])
-            return c;
-    return -1;
+    return gfr_rdma_buf_class_size(GFR_BUF_CLASSES - 1);
 }
 
 static void
@@ -65,7 +55,7 @@ sbuf_free(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 int
 gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf **bp)
 {
-    int cls = class_of(len);
+    int cls = gfr_rdma_buf_class_of(len);
     struct gfr_rdma_sbuf *b;
     int err;
 
@@ -84,13 +74,13 @@ gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf *
     }
     b = calloc(1, sizeof(*b));
     if (b)
-        b->mem = aligned_alloc(4096, class_size[cls]);
+        b->mem = aligned_alloc(4096, gfr_rdma_buf_class_size(cls));
     if (!b || !b->mem) {
-        gfr_rdma_conn_log(conn, "no memory for a %zu-byte staging buffer", class_size[cls]);
+        gfr_rdma_conn_log(conn, "no memory for a %zu-byte staging buffer", gfr_rdma_buf_class_size(cls));
         free(b);
         return -ENOMEM;
     }
-    err = gfr_rdma_mr_register(conn, b->mem, class_size[cls], SBUF_ACCESS, &b->mr);
+    err = gfr_rdma_mr_register(conn, b->mem, gfr_rdma_buf_class_size(cls), SBUF_ACCESS, &b->mr);
     if (err) {
         free(b->mem);
         free(b);
@@ -127,7 +117,7 @@ gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 void
 gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn)
 {
-    for (int c = 0; c < GFR_SBUF_CLASSES; c++) {
+    for (int c = 0; c < GFR_BUF_CLASSES; c++) {
         struct gfr_rdma_sbuf *b;
 
         pthread_mutex_lock(&conn->lock);

@@ -97,6 +97,18 @@ peer_pulled(struct gfr_rdma_conn *conn, uint32_t xid)
     gfr_rdma_offer_pulled(conn, offer, 0);
 }
 
+/* The peer's request xid offered a write list of BULK bytes (rkey 77). */
+static void
+peer_offered_write_list(struct gfr_rdma_conn *conn, uint32_t xid)
+{
+    struct gfr_wire_msg request = {.hdr = {.type = GFR_WIRE_MSG, .xid = xid, .n_write = 1}};
+
+    request.write[0] = (struct gfr_wire_seg){.addr = 0x10000, .rkey = 77, .length = BULK};
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_peer_wl_add_locked(conn, &request), 0);
+    pthread_mutex_unlock(&conn->lock);
+}
+
 static void
 test_bulk_is_staged_in_a_buffer_registered_once(void **state)
 {
@@ -187,17 +199,13 @@ static void
 test_a_reply_is_pushed_from_staging(void **state)
 {
     struct gfr_rdma_conn *conn = make_conn(4 << 20);
-    struct gfr_wire_msg request = {.hdr = {.type = GFR_WIRE_MSG, .xid = 9, .n_write = 1}};
     struct iovec head = {"head", 4};
     struct iovec body = {bulk, BULK};
     struct gfr_rdma_msg m = {.xid = 9, .is_reply = 1, .head = &head, .head_cnt = 1,
                              .bulk = &body, .bulk_cnt = 1, .done = done};
 
     (void)state;
-    request.write[0] = (struct gfr_wire_seg){.addr = 0x10000, .rkey = 77, .length = BULK};
-    pthread_mutex_lock(&conn->lock);
-    assert_int_equal(gfr_rdma_peer_wl_add_locked(conn, &request), 0);
-    pthread_mutex_unlock(&conn->lock);
+    peer_offered_write_list(conn, 9);
     assert_int_equal(gfr_rdma_submit(conn, &m), 0);
     assert_int_equal(fake_verbs.posts, 2); /* the WRITE, and the reply right behind it */
     assert_int_equal(posted(1).hdr.type, GFR_WIRE_REPLY);
@@ -220,7 +228,6 @@ static void
 test_a_reply_follows_the_last_write_posted(void **state)
 {
     struct gfr_rdma_conn *conn = make_conn(4 << 20);
-    struct gfr_wire_msg request = {.hdr = {.type = GFR_WIRE_MSG, .xid = 9, .n_write = 1}};
     struct iovec body = {bulk, BULK};
     struct gfr_rdma_msg m = {.xid = 9, .is_reply = 1, .bulk = &body, .bulk_cnt = 1,
                              .done = done};
@@ -228,10 +235,7 @@ test_a_reply_follows_the_last_write_posted(void **state)
     (void)state;
     test_engine.opts.rdma_depth = 1;
     test_engine.opts.segment_size = 64 << 10;
-    request.write[0] = (struct gfr_wire_seg){.addr = 0x10000, .rkey = 77, .length = BULK};
-    pthread_mutex_lock(&conn->lock);
-    assert_int_equal(gfr_rdma_peer_wl_add_locked(conn, &request), 0);
-    pthread_mutex_unlock(&conn->lock);
+    peer_offered_write_list(conn, 9);
     assert_int_equal(gfr_rdma_submit(conn, &m), 0);
     assert_int_equal(fake_verbs.posts, 1);
     assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_WRITE);
