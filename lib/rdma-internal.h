@@ -94,10 +94,18 @@ struct gfr_rdma_pbuf {
     uint8_t *mem;
 };
 
+/* What a staging buffer's memory region allows (rdma-sbuf.c). */
+enum gfr_sbuf_kind {
+    GFR_SBUF_LOCAL,  /* the source of a push: no remote access */
+    GFR_SBUF_REMOTE, /* a read list or a reply's landing: remote read and write */
+    GFR_SBUF_KINDS,
+};
+
 /* A connection's registered buffer for the bulk of its own messages
  * (rdma-sbuf.c). */
 struct gfr_rdma_sbuf {
     struct gfr_rdma_sbuf *next_free; /* on its connection's free list */
+    enum gfr_sbuf_kind kind;
     int cls;
     struct ibv_mr *mr;
     void *mem;
@@ -400,8 +408,8 @@ struct gfr_rdma_conn {
     struct cds_list_head xfers;
     uint32_t rdma_inflight;
     struct cds_list_head retired; /* struct gfr_rdma_retired, oldest first */
-    struct gfr_rdma_sbuf *sbuf_free[GFR_BUF_CLASSES]; /* staging buffers kept */
-    unsigned sbuf_nfree[GFR_BUF_CLASSES];
+    struct gfr_rdma_sbuf *sbuf_free[GFR_SBUF_KINDS][GFR_BUF_CLASSES]; /* staging buffers kept */
+    unsigned sbuf_nfree[GFR_SBUF_KINDS][GFR_BUF_CLASSES];
     int sbuf_drained; /* the end: buffers given back now are freed */
 
     uint32_t nrecv;      /* receive buffers (local credits) */
@@ -600,7 +608,8 @@ void gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all);
 
 /* rdma-sbuf.c: a connection's registered buffers for its own bulk */
 size_t gfr_rdma_sbuf_max(void);
-int gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf **b);
+int gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, enum gfr_sbuf_kind kind, size_t len,
+                      struct gfr_rdma_sbuf **b);
 void gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b);
 void gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn);
 size_t gfr_rdma_sbuf_copy_in(struct gfr_rdma_sbuf *b, size_t off, const struct iovec *iov,

@@ -3,15 +3,19 @@
  * Staging buffers: where the bulk of our own messages goes when copying
  * it is cheaper than registering the caller's memory for one transfer
  * (up to copy-max bytes; docs/engine.md, "Bulk data without per-transfer
- * registration").  A staging buffer is a read list the peer pulls from,
- * the source of a push into the peer's write list, or the write list a
- * request offers for its reply, so it is registered once with local write
- * and remote read and write access, and kept.
+ * registration").  A staging buffer is registered once and kept, of one
+ * of two kinds: the source of a push into the peer's write list needs no
+ * remote access (GFR_SBUF_LOCAL); a read list the peer pulls from, or the
+ * write list a request offers for its reply, needs remote read and write
+ * (GFR_SBUF_REMOTE).
  *
- * Remote access without revoking is safe because the buffers belong to
- * one connection: its peer learns their rkeys and nobody else does, and
- * they only ever hold data exchanged with that peer.  What it could read
- * or overwrite after a transfer is data it sends or is sent anyway.
+ * A remote kind keeps its rkey valid for the connection's life, and RC
+ * lets every queue pair of the device's protection domain use it: a peer
+ * that guessed it could reach the buffer from another connection.  Its
+ * own peer learns it and only ever finds data exchanged with it there, so
+ * rdma-submit.c stages remotely only on connections we opened (a client's
+ * peers are its servers) and never on a server, whose other connections
+ * are other clients.
  *
  * Free lists by size class (those of the pull buffers, rdma-pbuf.c), at
  * most a few buffers each, under conn->lock; a miss registers a new buffer
@@ -29,7 +33,10 @@
 
 static const unsigned class_keep[GFR_BUF_CLASSES] = {8, 4, 4, 1};
 
-#define SBUF_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)
+static const int kind_access[GFR_SBUF_KINDS] = {
+    [GFR_SBUF_LOCAL] = IBV_ACCESS_LOCAL_WRITE,
+    [GFR_SBUF_REMOTE] = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE,
+};
 
 /* The largest bulk a staging buffer holds. */
 size_t
@@ -47,25 +54,27 @@ sbuf_free(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 }
 
 /*
- * A staging buffer of at least len bytes (len <= gfr_rdma_sbuf_max()),
- * from the connection's free list or newly registered.  No lock held:
+ * A staging buffer of kind and at least len bytes (len <=
+ * gfr_rdma_sbuf_max()), from the connection's free list or newly
+ * registered.  No lock held:
  * takes conn->lock, and registers without it.  0, -EINVAL, or the
  * allocation's or registration's error (logged by rdma-mr.c).
  */
 int
-gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf **bp)
+gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, enum gfr_sbuf_kind kind, size_t len,
+                  struct gfr_rdma_sbuf **bp)
 {
     int cls = gfr_rdma_buf_class_of(len);
     struct gfr_rdma_sbuf *b;
     int err;
 
-    if (cls < 0)
+    if (cls < 0 || (unsigned)kind >= GFR_SBUF_KINDS)
         return -EINVAL;
     pthread_mutex_lock(&conn->lock);
-    b = conn->sbuf_free[cls];
+    b = conn->sbuf_free[kind][cls];
     if (b) {
-        conn->sbuf_free[cls] = b->next_free;
-        conn->sbuf_nfree[cls]--;
+        conn->sbuf_free[kind][cls] = b->next_free;
+        conn->sbuf_nfree[kind][cls]--;
     }
     pthread_mutex_unlock(&conn->lock);
     if (b) {
@@ -80,12 +89,14 @@ gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, size_t len, struct gfr_rdma_sbuf *
         free(b);
         return -ENOMEM;
     }
-    err = gfr_rdma_mr_register(conn, b->mem, gfr_rdma_buf_class_size(cls), SBUF_ACCESS, &b->mr);
+    err = gfr_rdma_mr_register(conn, b->mem, gfr_rdma_buf_class_size(cls), kind_access[kind],
+                               &b->mr);
     if (err) {
         free(b->mem);
         free(b);
         return err;
     }
+    b->kind = kind;
     b->cls = cls;
     *bp = b;
     return 0;
@@ -101,11 +112,11 @@ gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
     int keep;
 
     pthread_mutex_lock(&conn->lock);
-    keep = !conn->sbuf_drained && conn->sbuf_nfree[b->cls] < class_keep[b->cls];
+    keep = !conn->sbuf_drained && conn->sbuf_nfree[b->kind][b->cls] < class_keep[b->cls];
     if (keep) {
-        b->next_free = conn->sbuf_free[b->cls];
-        conn->sbuf_free[b->cls] = b;
-        conn->sbuf_nfree[b->cls]++;
+        b->next_free = conn->sbuf_free[b->kind][b->cls];
+        conn->sbuf_free[b->kind][b->cls] = b;
+        conn->sbuf_nfree[b->kind][b->cls]++;
     }
     pthread_mutex_unlock(&conn->lock);
     if (!keep)
@@ -117,20 +128,22 @@ gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 void
 gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn)
 {
-    for (int c = 0; c < GFR_BUF_CLASSES; c++) {
-        struct gfr_rdma_sbuf *b;
+    for (int k = 0; k < GFR_SBUF_KINDS; k++) {
+        for (int c = 0; c < GFR_BUF_CLASSES; c++) {
+            struct gfr_rdma_sbuf *b;
 
-        pthread_mutex_lock(&conn->lock);
-        conn->sbuf_drained = 1;
-        b = conn->sbuf_free[c];
-        conn->sbuf_free[c] = NULL;
-        conn->sbuf_nfree[c] = 0;
-        pthread_mutex_unlock(&conn->lock);
-        while (b) {
-            struct gfr_rdma_sbuf *next = b->next_free;
+            pthread_mutex_lock(&conn->lock);
+            conn->sbuf_drained = 1;
+            b = conn->sbuf_free[k][c];
+            conn->sbuf_free[k][c] = NULL;
+            conn->sbuf_nfree[k][c] = 0;
+            pthread_mutex_unlock(&conn->lock);
+            while (b) {
+                struct gfr_rdma_sbuf *next = b->next_free;
 
-            sbuf_free(conn, b);
-            b = next;
+                sbuf_free(conn, b);
+                b = next;
+            }
         }
     }
 }

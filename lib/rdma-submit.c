@@ -39,12 +39,18 @@ struct submission {
     size_t staged_bytes;         /* copied into staging buffers */
 };
 
-/* Is copying len bytes of bulk through a staging buffer the way
- * (copy-max, docs/engine.md)? */
+/*
+ * Is copying len bytes of bulk through a staging buffer of kind the way
+ * (copy-max, docs/engine.md)?  Not for a remotely accessible one on a
+ * connection a listener accepted: there the device's other connections
+ * are other clients, and one that guessed the rkey could reach the buffer
+ * (rdma-sbuf.c); such bulk is registered for its one transfer.
+ */
 static int
-stages(const struct gfr_rdma_conn *conn, size_t len)
+stages(const struct gfr_rdma_conn *conn, enum gfr_sbuf_kind kind, size_t len)
 {
-    return len && len <= conn->engine->opts.copy_max && len <= gfr_rdma_sbuf_max();
+    return len && len <= conn->engine->opts.copy_max && len <= gfr_rdma_sbuf_max() &&
+           (kind == GFR_SBUF_LOCAL || !conn->is_server);
 }
 
 /* Copies the pieces into the offer's staging buffer: one read segment, or
@@ -54,7 +60,7 @@ stage_pieces(struct gfr_rdma_conn *conn, struct submission *s, const struct iove
              unsigned cnt, size_t total, int for_push)
 {
     struct gfr_rdma_sbuf *b;
-    int err = gfr_rdma_sbuf_get(conn, total, &b);
+    int err = gfr_rdma_sbuf_get(conn, for_push ? GFR_SBUF_LOCAL : GFR_SBUF_REMOTE, total, &b);
 
     if (err)
         return err;
@@ -82,7 +88,7 @@ register_pieces(struct gfr_rdma_conn *conn, struct submission *s,
     unsigned used = 0;
     struct iovec joined;
 
-    if (stages(conn, total))
+    if (stages(conn, for_push ? GFR_SBUF_LOCAL : GFR_SBUF_REMOTE, total))
         return stage_pieces(conn, s, iov, cnt, total, for_push);
     for (unsigned i = 0; i < cnt; i++)
         used += iov[i].iov_len != 0;
@@ -133,7 +139,7 @@ static int
 offer_landing(struct gfr_rdma_conn *conn, struct submission *s, size_t total)
 {
     const struct gfr_rdma_msg *msg = s->msg;
-    int err = gfr_rdma_sbuf_get(conn, total, &s->offer->landing);
+    int err = gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, total, &s->offer->landing);
 
     if (err)
         return err;
@@ -154,7 +160,7 @@ offer_reply_buffers(struct gfr_rdma_conn *conn, struct submission *s)
     const struct gfr_rdma_msg *msg = s->msg;
     size_t total = gfr_rdma_iov_total(msg->reply, msg->reply_cnt);
 
-    if (stages(conn, total))
+    if (stages(conn, GFR_SBUF_REMOTE, total))
         return offer_landing(conn, s, total);
     for (unsigned i = 0; i < msg->reply_cnt; i++) {
         struct ibv_mr *mr;
@@ -186,9 +192,9 @@ copy_and_register(struct gfr_rdma_conn *conn, struct submission *s)
     uint8_t *copy;
     size_t off = 0;
 
-    if (stages(conn, s->head_len + s->bulk_len)) {
+    if (stages(conn, GFR_SBUF_REMOTE, s->head_len + s->bulk_len)) {
         struct gfr_rdma_sbuf *b;
-        int err = gfr_rdma_sbuf_get(conn, s->head_len + s->bulk_len, &b);
+        int err = gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, s->head_len + s->bulk_len, &b);
 
         if (err)
             return err;
@@ -512,7 +518,7 @@ gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
         msg.head_cnt = 0;
         msg.bulk = &iov;
         msg.bulk_cnt = 1;
-        if (!stages(conn, len)) {
+        if (!stages(conn, GFR_SBUF_REMOTE, len)) {
             copy = malloc(len);
             if (!copy)
                 return -ENOMEM;

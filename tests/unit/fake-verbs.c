@@ -62,11 +62,11 @@ struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int ac
 {
     struct ibv_mr *mr = calloc(1, sizeof(*mr));
 
-    (void)access;
     if (!mr)
         return NULL;
     *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
     fake_verbs.registered++;
+    fake_verbs.last_access = access;
     return mr;
 }
 

@@ -23,6 +23,7 @@ struct fake_verbs {
     struct ibv_sge sent_sge[FAKE_MAX_SENT];
     unsigned qp_errors;    /* ibv_modify_qp to IBV_QPS_ERR */
     unsigned registered;   /* ibv_reg_mr */
+    int last_access;       /* the access flags of the last ibv_reg_mr */
     unsigned deregistered; /* ibv_dereg_mr */
     unsigned srq_posts;    /* ibv_post_srq_recv */
 };

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Staging buffers (lib/rdma-sbuf.c) of one test connection: reuse without
- * a new registration, the size classes and what each keeps, the copies in
- * and out across iovecs, and nothing left registered after the drain.
+ * a new registration, the two kinds and their access, the size classes
+ * and what each keeps, the copies in and out across iovecs, and nothing
+ * left registered after the drain.
  * fake-verbs.c counts the registrations.
  */
 #include <errno.h>
@@ -48,10 +49,10 @@ test_a_returned_buffer_is_reused(void **state)
     struct gfr_rdma_sbuf *a, *b;
 
     (void)state;
-    assert_int_equal(gfr_rdma_sbuf_get(conn, 100 << 10, &a), 0);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, 100 << 10, &a), 0);
     assert_true(a->mr->length >= 100 << 10);
     gfr_rdma_sbuf_put(conn, a);
-    assert_int_equal(gfr_rdma_sbuf_get(conn, 200 << 10, &b), 0); /* same class */
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, 200 << 10, &b), 0); /* same class */
     assert_ptr_equal(a, b);
     assert_int_equal(fake_verbs.registered - base_regs, 1);
     gfr_rdma_sbuf_put(conn, b);
@@ -64,12 +65,13 @@ test_each_class_keeps_a_few_and_lets_the_rest_go(void **state)
 
     (void)state;
     for (int i = 0; i < 6; i++)
-        assert_int_equal(gfr_rdma_sbuf_get(conn, 1 << 20, &b[i]), 0);
+        assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_LOCAL, 1 << 20, &b[i]), 0);
     for (int i = 0; i < 6; i++)
         gfr_rdma_sbuf_put(conn, b[i]);
     assert_int_equal(fake_verbs.registered - base_regs, 6);
     assert_int_equal(fake_verbs.deregistered - base_deregs, 2); /* the 1 MiB class keeps 4 */
-    assert_int_equal(gfr_rdma_sbuf_get(conn, gfr_rdma_sbuf_max() + 1, &b[0]), -EINVAL);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_LOCAL, gfr_rdma_sbuf_max() + 1, &b[0]),
+                     -EINVAL);
 }
 
 static void
@@ -82,7 +84,7 @@ test_copies_follow_the_iovecs(void **state)
     size_t end;
 
     (void)state;
-    assert_int_equal(gfr_rdma_sbuf_get(conn, 64, &b), 0);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_LOCAL, 64, &b), 0);
     end = gfr_rdma_sbuf_copy_in(b, 0, in, 3);
     assert_int_equal(end, 8);
     assert_int_equal(gfr_rdma_sbuf_copy_in(b, end, in, 1), 11);
@@ -100,11 +102,30 @@ test_a_buffer_back_after_the_drain_is_freed(void **state)
     struct gfr_rdma_sbuf *b;
 
     (void)state;
-    assert_int_equal(gfr_rdma_sbuf_get(conn, 1000, &b), 0);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, 1000, &b), 0);
     gfr_rdma_sbuf_drain(conn);
     gfr_rdma_sbuf_put(conn, b);
     assert_int_equal(fake_verbs.deregistered - base_deregs, 1);
-    assert_null(conn->sbuf_free[0]);
+    assert_null(conn->sbuf_free[GFR_SBUF_REMOTE][0]);
+}
+
+/* A push source has no remote access; a read list or landing has both;
+ * one kind is never handed out for the other. */
+static void
+test_the_kinds_keep_their_access(void **state)
+{
+    struct gfr_rdma_sbuf *local, *remote;
+
+    (void)state;
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_LOCAL, 1000, &local), 0);
+    assert_int_equal(fake_verbs.last_access, IBV_ACCESS_LOCAL_WRITE);
+    gfr_rdma_sbuf_put(conn, local);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, 1000, &remote), 0);
+    assert_ptr_not_equal(remote, local);
+    assert_int_equal(fake_verbs.last_access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+                                                 IBV_ACCESS_REMOTE_WRITE);
+    gfr_rdma_sbuf_put(conn, remote);
+    assert_int_equal(gfr_rdma_sbuf_get(conn, 7, 1000, &remote), -EINVAL);
 }
 
 int
@@ -117,6 +138,7 @@ main(void)
         cmocka_unit_test_setup_teardown(test_copies_follow_the_iovecs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_buffer_back_after_the_drain_is_freed, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_the_kinds_keep_their_access, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("rdma-sbuf", tests, NULL, NULL);

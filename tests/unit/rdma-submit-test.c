@@ -249,6 +249,36 @@ test_a_reply_follows_the_last_write_posted(void **state)
     assert_int_equal(done_calls, 1);
 }
 
+/* On a connection a listener accepted, other clients share the device's
+ * protection domain: a read list registers the caller's memory for its
+ * one transfer, and only a push (no remote access) is staged. */
+static void
+test_a_server_stages_only_what_needs_no_remote_access(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(4 << 20);
+    struct iovec body = {bulk, BULK};
+    struct gfr_rdma_msg pushed = {.xid = 9, .is_reply = 1, .bulk = &body, .bulk_cnt = 1};
+    struct gfr_rdma_msg listed = {.xid = 10, .is_reply = 1, .bulk = &body, .bulk_cnt = 1};
+
+    (void)state;
+    conn->is_server = 1;
+    assert_int_equal(send_request(conn, 1, NULL), 0);
+    assert_ptr_equal((void *)(uintptr_t)posted(0).read[0].addr, bulk);
+    assert_int_equal(fake_verbs.last_access, IBV_ACCESS_REMOTE_READ);
+    assert_int_equal(gfr_rdma_submit(conn, &listed), 0);
+    assert_ptr_equal((void *)(uintptr_t)posted(1).read[0].addr, bulk);
+
+    peer_offered_write_list(conn, 9);
+    assert_int_equal(gfr_rdma_submit(conn, &pushed), 0);
+    assert_int_equal(fake_verbs.sent[2].opcode, IBV_WR_RDMA_WRITE);
+    assert_ptr_not_equal((void *)(uintptr_t)fake_verbs.sent_sge[2].addr, bulk);
+    assert_int_equal(fake_verbs.last_access, IBV_ACCESS_LOCAL_WRITE);
+    assert_int_equal(conn->stats.staged_bytes, BULK);
+    gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[2].wr_id, 1);
+    test_conn_free(conn);
+    assert_int_equal(DEREGS, fake_verbs.registered);
+}
+
 int
 main(void)
 {
@@ -258,6 +288,7 @@ main(void)
         cmocka_unit_test(test_a_reply_lands_in_staging_and_is_copied_out),
         cmocka_unit_test(test_a_reply_is_pushed_from_staging),
         cmocka_unit_test(test_a_reply_follows_the_last_write_posted),
+        cmocka_unit_test(test_a_server_stages_only_what_needs_no_remote_access),
     };
 
     return cmocka_run_group_tests_name("rdma-submit", tests, NULL, NULL);
