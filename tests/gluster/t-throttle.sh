@@ -47,8 +47,8 @@ hold_start "$run/alone" "$run/client.vol" $name --reads $reads \
 hold_step "$run/alone" && hold_finish "$run/alone" || fail "client B (alone) failed"
 
 # A floods; B reads again meanwhile.
-"$prog" flood "$run/client.vol" $name --threads $flood_threads --seconds $flood_seconds \
-	--log "$GFR_GLUSTER_LOGS/$name-gfapi-flood.log" >"$run/flood.out" 2>&1 &
+env "${gfr_sanitizer_env[@]}" "$prog" flood "$run/client.vol" $name --threads $flood_threads \
+	--seconds $flood_seconds --log "$GFR_GLUSTER_LOGS/$name-gfapi-flood.log" >"$run/flood.out" 2>&1 &
 flood=$!
 wait_for_output "$run/flood.out" "^seed " 60 || fail "the flood did not start: $(cat "$run/flood.out")"
 hold_start "$run/during" "$run/client.vol" $name --reads $reads \
