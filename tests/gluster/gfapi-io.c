@@ -15,11 +15,14 @@
  *       create/stat/unlink latency: "result NAME VALUE" lines on stdout, a
  *       table and everything else on stderr.
  *   gfapi-io pair VOLFILE VOLNAME VOLFILE2 VOLNAME2 [--size-mib N] [--reads N]
- *                 [--block N]
+ *                 [--block N] [--files N]
  *       4 KiB random read latency of two volumes (say, one over tcp and
  *       one over rdma) measured in turns of N reads from one process, so
  *       that both see the same moments of a noisy machine: "result
  *       VOLNAME.read4k_turns_p50_us VALUE" lines (and p99) for each.
+ *       With --files N (default 0), then N creates, N stats and N unlinks
+ *       on each volume, in turns the same way: VOLNAME.create_turns_p50_us
+ *       and so on.
  *   gfapi-io io VOLFILE VOLNAME --seconds N [--max-op-seconds S]
  *               [--io-kib K] [--stop-file FILE]
  *       creat/pwrite/pread/compare/close a K KiB file (default 4; larger
@@ -38,16 +41,19 @@
  *       tests.  Prints "result flood.ops N" (writes and reads) and
  *       "result flood.mibps X"; exit 0, or 1 on an error or wrong data.
  *
- *   gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N]
- *                 [--io-kib K] [--seconds N]
+ *   gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N |
+ *                 --creates N | --unlinks N] [--io-kib K] [--seconds N]
  *       for tests and benchmarks that look at a client between its steps:
  *       writes a K KiB file (default 4), creates DIR/ready, waits for
  *       DIR/go, reads the file N times (preads of K KiB, compared; default
- *       2000) or, with --writes, writes it N times, prints "result
- *       hold.OP_mean_us VALUE" lines (and p50, p99; OP is read or write),
- *       writes each call's latency in µs to DIR/lat-us, creates DIR/done, waits for DIR/stop, compares the file after
- *       writes and unmounts.  Each wait gives up after N seconds (default
- *       300; exit 1).
+ *       2000) or, with --writes, writes it N times; with --creates, creates
+ *       and closes N files instead, with --unlinks, unlinks N files it made
+ *       before DIR/ready.  Prints "result hold.OP_mean_us VALUE" lines (and
+ *       p50, p99; OP is read, write, create or unlink), writes each call's
+ *       latency in µs to DIR/lat-us, creates DIR/done, waits for DIR/stop,
+ *       compares the file after writes (removes the files left after
+ *       creates) and unmounts.  Each wait gives up after N seconds
+ *       (default 300; exit 1).
  *
  * Common options: --log FILE (gfapi log, level INFO; default /dev/null),
  * --dir NAME (work directory on the volume, created if missing; default
@@ -131,6 +137,8 @@ struct opts {
     unsigned max_op_seconds;
     unsigned io_kib;       /* io, hold: size of each file */
     unsigned writes;       /* hold: writes instead of reads */
+    unsigned creates;      /* hold: creates instead of reads */
+    unsigned unlinks;      /* hold: unlinks instead of reads */
     const char *stop_file; /* io: stop once this exists */
     const char *sync_dir;  /* hold: where the steps are signalled */
 };
@@ -848,39 +856,56 @@ static void bench_data(glfs_t *fs, const struct opts *o, const char *dir)
     unlink_file(fs, path);
 }
 
+enum meta_op { META_CREATE, META_STAT, META_UNLINK, META_OPS };
+
+static const char *const meta_op_name[META_OPS] = {
+    [META_CREATE] = "create",
+    [META_STAT] = "stat",
+    [META_UNLINK] = "unlink",
+};
+
+/* op on the files first .. first+count-1 of directory sub, one call each,
+ * each call's latency into us. */
+static void timed_metadata(glfs_t *fs, const char *sub, enum meta_op op,
+                           unsigned first, unsigned count, double *us)
+{
+    char path[PATH_LEN];
+    struct stat st;
+
+    for (unsigned i = first; i < first + count; i++) {
+        uint64_t t0;
+
+        mkpath(path, "%s/f%05u", sub, i);
+        t0 = now_ns();
+        switch (op) {
+        case META_CREATE:
+            close_file(create_file(fs, path, O_WRONLY | O_EXCL), path);
+            break;
+        case META_STAT:
+            if (glfs_stat(fs, path, &st))
+                fail("stat %s: %s", path, strerror(errno));
+            break;
+        case META_UNLINK:
+            unlink_file(fs, path);
+            break;
+        case META_OPS:
+            abort();
+        }
+        us[i - first] = (double)(now_ns() - t0) / 1000.0;
+    }
+}
+
 static void bench_metadata(glfs_t *fs, const struct opts *o, const char *dir)
 {
     double *us = xmalloc(o->files * sizeof(*us));
-    char sub[PATH_LEN], path[PATH_LEN];
-    struct stat st;
-    uint64_t t0;
+    char sub[PATH_LEN];
 
     mkpath(sub, "%s/bench-%d", dir, (int)getpid());
     make_dir(fs, sub, false);
-    for (unsigned i = 0; i < o->files; i++) {
-        mkpath(path, "%s/f%05u", sub, i);
-        t0 = now_ns();
-        close_file(create_file(fs, path, O_WRONLY | O_EXCL), path);
-        us[i] = (double)(now_ns() - t0) / 1000.0;
+    for (enum meta_op op = 0; op < META_OPS; op++) {
+        timed_metadata(fs, sub, op, 0, o->files, us);
+        result_latency(us, o->files, meta_op_name[op]);
     }
-    result_latency(us, o->files, "create");
-
-    for (unsigned i = 0; i < o->files; i++) {
-        mkpath(path, "%s/f%05u", sub, i);
-        t0 = now_ns();
-        if (glfs_stat(fs, path, &st))
-            fail("stat %s: %s", path, strerror(errno));
-        us[i] = (double)(now_ns() - t0) / 1000.0;
-    }
-    result_latency(us, o->files, "stat");
-
-    for (unsigned i = 0; i < o->files; i++) {
-        mkpath(path, "%s/f%05u", sub, i);
-        t0 = now_ns();
-        unlink_file(fs, path);
-        us[i] = (double)(now_ns() - t0) / 1000.0;
-    }
-    result_latency(us, o->files, "unlink");
     remove_dir(fs, sub);
     free(us);
 }
@@ -908,6 +933,9 @@ struct side {
     uint64_t rng;
     double *lat_us;
     unsigned taken;
+    char meta_dir[PATH_LEN];
+    double *meta_us;
+    unsigned meta_taken;
 };
 
 static void side_open(struct side *sd, const struct opts *o, const char *dir)
@@ -920,6 +948,11 @@ static void side_open(struct side *sd, const struct opts *o, const char *dir)
     random_reads_verified(sd->fd, sd->path, size, o->seed, BENCH_VERIFY_READS);
     sd->rng = mix64(o->seed + 1);
     sd->lat_us = xmalloc(o->reads * sizeof(*sd->lat_us));
+    mkpath(sd->meta_dir, "%s/pair-%d.d", dir, (int)getpid());
+    if (o->files) {
+        make_dir(sd->fs, sd->meta_dir, false);
+        sd->meta_us = xmalloc(o->files * sizeof(*sd->meta_us));
+    }
 }
 
 static void side_turn(struct side *sd, const struct opts *o, unsigned count)
@@ -938,11 +971,45 @@ static void side_close(struct side *sd, const struct opts *o)
     close_file(sd->fd, sd->path);
     unlink_file(sd->fs, sd->path);
     free(sd->lat_us);
+    if (o->files) {
+        remove_dir(sd->fs, sd->meta_dir);
+        free(sd->meta_us);
+    }
     volume_unmount(sd->fs, o);
 }
 
+/* op on each side's `files` files in turns of `block` calls, the first side
+ * alternating (as the reads), then each side's latencies as
+ * VOLNAME.OP_turns_p50_us and _p99_us.  Creates come first, unlinks last,
+ * so every call finds the files the previous op left. */
+static void pair_metadata(struct side *sides, const struct opts *o, enum meta_op op)
+{
+    char prefix[PATH_LEN];
+
+    for (int i = 0; i < 2; i++)
+        sides[i].meta_taken = 0;
+    for (unsigned turn = 0; sides[1].meta_taken < o->files; turn++) {
+        unsigned count = o->files - sides[0].meta_taken;
+
+        if (count > o->block)
+            count = o->block;
+        for (int k = 0; k < 2; k++) {
+            struct side *sd = &sides[(turn + k) & 1];
+
+            timed_metadata(sd->fs, sd->meta_dir, op, sd->meta_taken, count,
+                           sd->meta_us + sd->meta_taken);
+            sd->meta_taken += count;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        mkpath(prefix, "%s.%s_turns", sides[i].volname, meta_op_name[op]);
+        result_latency(sides[i].meta_us, o->files, prefix);
+    }
+}
+
 /* Mounts the second volume, then turns of `block` reads, the first side
- * alternating, until each side has `reads`. */
+ * alternating, until each side has `reads`; then, with --files, the
+ * metadata calls in turns too. */
 static int run_pair(glfs_t *fs, const struct opts *o, const char *dir)
 {
     /* the same log: one process, and the lines name their volume */
@@ -963,6 +1030,8 @@ static int run_pair(glfs_t *fs, const struct opts *o, const char *dir)
         side_turn(&sides[turn & 1], o, count);
         side_turn(&sides[!(turn & 1)], o, count);
     }
+    for (enum meta_op op = 0; o->files && op < META_OPS; op++)
+        pair_metadata(sides, o, op);
     for (int i = 0; i < 2; i++)
         side_close(&sides[i], o);
     return 0;
@@ -1126,9 +1195,32 @@ static void hold_wait(const struct opts *o, const char *name)
         close(ifd);
 }
 
+/* Writes count latencies to SYNC-DIR/lat-us and reports their mean, p50
+ * and p99 as hold.OP_*_us. */
+static void hold_report(const struct opts *o, const char *op, double *lat_us,
+                        unsigned count)
+{
+    char prefix[32], lat_path[PATH_LEN];
+    double sum = 0;
+    FILE *lat;
+
+    mkpath(lat_path, "%s/lat-us", o->sync_dir);
+    lat = fopen(lat_path, "w");
+    if (!lat)
+        fail("create %s: %s", lat_path, strerror(errno));
+    for (unsigned i = 0; i < count; i++) {
+        fprintf(lat, "%.1f\n", lat_us[i]);
+        sum += lat_us[i];
+    }
+    if (fclose(lat))
+        fail("write %s: %s", lat_path, strerror(errno));
+    result(sum / count, "hold.%s_mean_us", op);
+    snprintf(prefix, sizeof(prefix), "hold.%s", op);
+    result_latency(lat_us, count, prefix);
+}
+
 /* Times count K KiB preads (compared) or pwrites of path, one at a time,
- * writes the latencies to SYNC-DIR/lat-us and reports their mean, p50 and
- * p99 as hold.OP_*_us results. */
+ * and reports them (hold_report). */
 static void hold_ops(glfs_fd_t *fd, const char *path, const struct opts *o,
                      bool writing, unsigned count, uint8_t *wbuf, uint8_t *rbuf,
                      uint8_t *scratch)
@@ -1136,9 +1228,6 @@ static void hold_ops(glfs_fd_t *fd, const char *path, const struct opts *o,
     size_t size = (size_t)o->io_kib * KIB;
     double *lat_us = xmalloc(count * sizeof(*lat_us));
     const char *op = writing ? "write" : "read";
-    double sum = 0;
-    char prefix[32], lat_path[PATH_LEN];
-    FILE *lat;
 
     for (unsigned i = 0; i < count; i++) {
         uint64_t t0 = now_ns();
@@ -1150,27 +1239,48 @@ static void hold_ops(glfs_fd_t *fd, const char *path, const struct opts *o,
             check_io("pread", path, 0, size, glfs_pread(fd, rbuf, size, 0, 0, NULL));
         }
         lat_us[i] = (double)(now_ns() - t0) / 1e3;
-        sum += lat_us[i];
         if (!writing)
             verify(rbuf, scratch, size, o->seed, 0, path);
     }
     say("hold: %u %ss of %u KiB done", count, op, o->io_kib);
-    mkpath(lat_path, "%s/lat-us", o->sync_dir);
-    lat = fopen(lat_path, "w");
-    if (!lat)
-        fail("create %s: %s", lat_path, strerror(errno));
-    for (unsigned i = 0; i < count; i++)
-        fprintf(lat, "%.1f\n", lat_us[i]);
-    if (fclose(lat))
-        fail("write %s: %s", lat_path, strerror(errno));
-    result(sum / count, "hold.%s_mean_us", op);
-    snprintf(prefix, sizeof(prefix), "hold.%s", op);
-    result_latency(lat_us, count, prefix);
+    hold_report(o, op, lat_us, count);
     free(lat_us);
+}
+
+/* hold with --creates or --unlinks: the step creates (and closes) N files
+ * in a directory of its own, or unlinks N files made before "ready"; the
+ * files left are removed after "stop". */
+static int run_hold_metadata(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    enum meta_op op = o->creates ? META_CREATE : META_UNLINK;
+    unsigned count = o->creates ? o->creates : o->unlinks;
+    double *lat_us = xmalloc(count * sizeof(*lat_us));
+    char sub[PATH_LEN];
+
+    mkpath(sub, "%s/hold-%d.d", dir, (int)getpid());
+    make_dir(fs, sub, false);
+    if (op == META_UNLINK)
+        timed_metadata(fs, sub, META_CREATE, 0, count, lat_us);
+    hold_signal(o, "ready");
+    hold_wait(o, "go");
+    timed_metadata(fs, sub, op, 0, count, lat_us);
+    say("hold: %u %ss done", count, meta_op_name[op]);
+    hold_report(o, meta_op_name[op], lat_us, count);
+    hold_signal(o, "done");
+    hold_wait(o, "stop");
+    if (op == META_CREATE)
+        timed_metadata(fs, sub, META_UNLINK, 0, count, lat_us);
+    remove_dir(fs, sub);
+    free(lat_us);
+    volume_unmount(fs, o);
+    return 0;
 }
 
 static int run_hold(glfs_t *fs, const struct opts *o, const char *dir)
 {
+    if (o->creates || o->unlinks)
+        return run_hold_metadata(fs, o, dir);
+
     size_t size = (size_t)o->io_kib * KIB;
     char path[PATH_LEN];
     uint8_t *wbuf = xmalloc(size), *rbuf = xmalloc(size), *scratch = xmalloc(size);
@@ -1298,6 +1408,8 @@ enum opt_id {
     OPT_STOP_FILE,
     OPT_SYNC_DIR,
     OPT_WRITES,
+    OPT_CREATES,
+    OPT_UNLINKS,
     OPT_COUNT
 };
 
@@ -1319,6 +1431,8 @@ static const struct option long_opts[] = {
     { "stop-file", required_argument, NULL, OPT_STOP_FILE },
     { "sync-dir", required_argument, NULL, OPT_SYNC_DIR },
     { "writes", required_argument, NULL, OPT_WRITES },
+    { "creates", required_argument, NULL, OPT_CREATES },
+    { "unlinks", required_argument, NULL, OPT_UNLINKS },
     { NULL, 0, NULL, 0 },
 };
 
@@ -1330,7 +1444,7 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_SEED] = ALL_MODES,
     [OPT_NO_FINI] = ALL_MODES,
     [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH | MODE_PAIR,
-    [OPT_FILES] = MODE_CHECK | MODE_BENCH,
+    [OPT_FILES] = MODE_CHECK | MODE_BENCH | MODE_PAIR,
     [OPT_RANDOM_READS] = MODE_CHECK,
     [OPT_READS] = MODE_BENCH | MODE_PAIR | MODE_HOLD,
     [OPT_THREADS] = MODE_BENCH | MODE_FLOOD,
@@ -1341,6 +1455,8 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_STOP_FILE] = MODE_IO,
     [OPT_SYNC_DIR] = MODE_HOLD,
     [OPT_WRITES] = MODE_HOLD,
+    [OPT_CREATES] = MODE_HOLD,
+    [OPT_UNLINKS] = MODE_HOLD,
 };
 
 static void usage(FILE *f)
@@ -1350,12 +1466,13 @@ static void usage(FILE *f)
           "       gfapi-io bench VOLFILE VOLNAME [--size-mib N] [--reads N] "
           "[--files N] [--threads N]\n"
           "       gfapi-io pair VOLFILE VOLNAME VOLFILE2 VOLNAME2 [--size-mib N] "
-          "[--reads N] [--block N]\n"
+          "[--reads N] [--block N] [--files N]\n"
           "       gfapi-io io VOLFILE VOLNAME --seconds N "
           "[--max-op-seconds S] [--io-kib K] [--stop-file FILE]\n"
           "       gfapi-io flood VOLFILE VOLNAME --seconds N [--threads N] "
           "[--io-kib K]\n"
-          "       gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N] "
+          "       gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N | "
+          "--creates N | --unlinks N] "
           "[--io-kib K] [--seconds N]\n"
           "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
           f);
@@ -1460,6 +1577,12 @@ static void set_option(struct opts *o, int id, const char *name,
     case OPT_WRITES:
         o->writes = parse_num(name, arg, 10, 1, 10000000);
         break;
+    case OPT_CREATES:
+        o->creates = parse_num(name, arg, 10, 1, MAX_FILES);
+        break;
+    case OPT_UNLINKS:
+        o->unlinks = parse_num(name, arg, 10, 1, MAX_FILES);
+        break;
     }
 }
 
@@ -1491,7 +1614,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
         .dir = "gfapi-io",
         .seed = clock_seed(),
         .size_mib = mode == MODE_CHECK ? 256 : 64,
-        .files = mode == MODE_BENCH ? 500 : 2000,
+        .files = mode == MODE_BENCH ? 500 : mode == MODE_PAIR ? 0 : 2000,
         .random_reads = 4096,
         .reads = 2000,
         .threads = 4,
@@ -1531,6 +1654,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
         usage_error("hold needs --sync-dir DIR");
     if (o->mode == MODE_HOLD && !o->seconds)
         o->seconds = 300;
+    if (!!o->writes + !!o->creates + !!o->unlinks > 1)
+        usage_error("hold takes one of --writes, --creates and --unlinks");
 }
 
 int main(int argc, char **argv)
