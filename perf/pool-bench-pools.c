@@ -2,7 +2,7 @@
 /*
  * The pools pool-bench compares:
  *  - gfr_pool (lib/): this project's pool, default options;
- *  - gf_async: GlusterFS 10.3's global thread pool from the installed
+ *  - gf_async: GlusterFS's global thread pool from the installed
  *    libglusterfs, initialised the way glusterfsd does (mem_pools_init,
  *    global threading on, gf_async_init, then the thread limit);
  *  - mutex + condvar: one locked FIFO and a condition variable signalled per
@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "config.h"
 
 #include <glusterfs/globals.h>
 #include <glusterfs/mem-pool.h>
@@ -88,13 +90,22 @@ const struct bench_pool_ops bench_gfr_pool_ops = {
     .fini = gfr_fini,
 };
 
-/* --- gf_async (GlusterFS 10.3) ---------------------------------------------- */
+/* --- gf_async (GlusterFS's own) --------------------------------------------- */
 
+/* GlusterFS 11 dropped gf_async's xlator argument (configure probes it). */
+#ifdef GFR_GF_ASYNC_TAKES_XLATOR
 static void
 gf_run(xlator_t *xl, gf_async_t *async)
+#else
+static void
+gf_run(gf_async_t *async)
+#endif
 {
     struct bench_job *bj = caa_container_of(async, struct bench_job, u.gf);
 
+#ifdef GFR_GF_ASYNC_TAKES_XLATOR
+    (void)xl;
+#endif
     bj->fn(bj);
 }
 
@@ -119,7 +130,11 @@ gf_init(unsigned max_threads)
 static void
 gf_submit(struct bench_job *job)
 {
+#ifdef GFR_GF_ASYNC_TAKES_XLATOR
     gf_async(&job->u.gf, THIS, gf_run);
+#else
+    gf_async(&job->u.gf, gf_run);
+#endif
 }
 
 const struct bench_pool_ops bench_gf_async_ops = {

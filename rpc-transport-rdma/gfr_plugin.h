@@ -8,7 +8,9 @@
  * plugin-conn.c (listen, accept, connect, disconnect, addresses),
  * plugin-rx.c (a received message handed to GlusterFS), plugin-tx.c
  * (submit_request and submit_reply), plugin-throttle.c (back-pressure),
- * plugin-stats.c (the statistics socket), rdma.c (the exported symbols).
+ * node-conf.c (the node's options file),
+ * plugin-stats.c (the statistics socket), gluster-version.c (which
+ * GlusterFS runs), rdma.c (the exported symbols).
  */
 #ifndef GFR_PLUGIN_H
 #define GFR_PLUGIN_H
@@ -34,7 +36,8 @@
 GLFS_MSGID(RPC_TRANS_RDMA, GFR_MSG_BAD_OPTION, GFR_MSG_ENGINE, GFR_MSG_LISTEN_FAILED,
            GFR_MSG_LISTENING, GFR_MSG_CONNECT_FAILED, GFR_MSG_DISCONNECTED,
            GFR_MSG_ACCEPT_FAILED, GFR_MSG_BAD_MESSAGE, GFR_MSG_SUBMIT_FAILED,
-           GFR_MSG_NO_MEMORY, GFR_MSG_UNKNOWN_XID, GFR_MSG_RECONFIGURE, GFR_MSG_STATS);
+           GFR_MSG_NO_MEMORY, GFR_MSG_UNKNOWN_XID, GFR_MSG_RECONFIGURE, GFR_MSG_STATS,
+           GFR_MSG_WRONG_GLUSTERFS);
 
 /* What the volume options say (plugin-opts.c). */
 struct gfr_plugin_cfg {
@@ -89,10 +92,12 @@ struct gfr_trans {
 /* The table GlusterFS validates a volume's options against; rdma.so
  * exports it as `options`. */
 extern volume_option_t options[];
-/* Reads options (NULL: none) into cfg, defaults for what is absent.
- * Returns 0, or -EINVAL with *why naming the option, the value and what it
- * accepts. */
-int gfr_plugin_cfg_read(dict_t *dict, struct gfr_plugin_cfg *cfg, char *why, size_t why_len);
+/* Reads options (NULL: none) into cfg; what they leave out from the node's
+ * file node_conf (NULL: none; node-conf.h; a missing file is normal), and
+ * defaults for the rest.  Returns 0, or -errno with *why naming the option,
+ * the value and what it accepts (and the file and line for the file's). */
+int gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *cfg,
+                        char *why, size_t why_len);
 
 /* plugin-listeners.c */
 void gfr_plugin_listeners_add(struct gfr_trans *priv);

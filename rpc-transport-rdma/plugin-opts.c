@@ -7,6 +7,7 @@
  * The engine's options appear as "transport.rdma.<engine key>" (lib/
  * rdma-opts.c parses the value), with the old transport's names as aliases
  * where they differ; GlusterFS renames an alias to key[0] when it validates.
+ * The node's file (node-conf.h) gives the options a volfile leaves out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "gfr_plugin.h"
+#include "node-conf.h"
 
 #define ENGINE_PREFIX "transport.rdma."
 
@@ -235,11 +237,35 @@ is_engine_option(const volume_option_t *opt)
                -ENOENT;
 }
 
+/* A value from the node's file, checked as GlusterFS checks a volfile's
+ * (type, range, accepted values) before it is read: 0, or -EINVAL with why
+ * naming the file and the line. */
+static int
+validate_file_value(struct why *out, const struct gfr_node_conf *node, unsigned line,
+                    const volume_option_t *opt, const char *value)
+{
+    char *err = NULL;
+
+    if (xlator_option_validate(THIS, (char *)opt->key[0], (char *)value,
+                               (volume_option_t *)opt, &err) == 0) {
+        GF_FREE(err);
+        return 0;
+    }
+    snprintf(out->text, out->len, "%s line %u: option %s=%s is not valid: %s",
+             gfr_node_conf_path(node), line, opt->key[0], value,
+             err ? err : "GlusterFS refuses it");
+    GF_FREE(err);
+    return -EINVAL;
+}
+
 int
-gfr_plugin_cfg_read(dict_t *dict, struct gfr_plugin_cfg *cfg, char *why, size_t why_len)
+gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *cfg,
+                    char *why, size_t why_len)
 {
     struct why out = {why, why_len};
-    char engine_why[160];
+    struct gfr_node_conf *node = NULL;
+    char engine_why[160], line_why[256];
+    int err = 0;
 
     memset(cfg, 0, sizeof(*cfg));
     gfr_rdma_opts_init(&cfg->engine);
@@ -247,17 +273,33 @@ gfr_plugin_cfg_read(dict_t *dict, struct gfr_plugin_cfg *cfg, char *why, size_t 
     cfg->listen_port = GFR_DEFAULT_PORT;
     cfg->remote_port = GFR_DEFAULT_PORT;
     cfg->listen_backlog = 1024;
-    for (const volume_option_t *opt = options; opt->key[0]; opt++) {
-        const char *value = dict ? lookup(dict, opt) : NULL;
-        int err;
-
-        if (!value)
-            continue;
-        err = is_engine_option(opt) ? read_engine_option(&out, opt, value, cfg)
-                                    : read_plugin_option(&out, opt, value, cfg);
+    if (node_conf) {
+        err = gfr_node_conf_load(node_conf, options, &node, why, why_len);
         if (err)
             return err;
     }
+    for (const volume_option_t *opt = options; opt->key[0] && !err; opt++) {
+        const char *value = dict ? lookup(dict, opt) : NULL;
+        struct why at_line = {line_why, sizeof(line_why)};
+        unsigned line = 0;
+
+        if (!value) {
+            value = gfr_node_conf_value(node, opt, &line);
+            if (value)
+                err = validate_file_value(&out, node, line, opt, value);
+        }
+        if (!value || err)
+            continue;
+        err = is_engine_option(opt)
+                  ? read_engine_option(line ? &at_line : &out, opt, value, cfg)
+                  : read_plugin_option(line ? &at_line : &out, opt, value, cfg);
+        if (err && line)
+            snprintf(why, why_len, "%s line %u: %s", gfr_node_conf_path(node), line,
+                     line_why);
+    }
+    gfr_node_conf_free(node);
+    if (err)
+        return err;
     if (gfr_rdma_opts_check(&cfg->engine, engine_why, sizeof(engine_why)) != 0) {
         snprintf(why, why_len, "the transport.rdma options do not fit together: %s",
                  engine_why);

@@ -3,15 +3,18 @@
  * rdma.so: the symbols GlusterFS's rpc_transport_load looks up — tops,
  * init, fini, reconfigure (here) and options (plugin-opts.c); docs/plugin.md.
  *
- * init only reads the options: a bad one fails the load with a message
- * naming it.  The engine starts with the first listen or connect, so that
+ * init refuses to run under a GlusterFS other than the one rdma.so was
+ * built for (gluster-version.h), then only reads the options: a bad one
+ * fails the load with a message naming it.  The engine starts with the first listen or connect, so that
  * loading never depends on the fabric.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "gfr_plugin.h"
+#include "gluster-version.h"
 
 struct rpc_transport_ops tops = {
     .submit_request = gfr_plugin_submit_request,
@@ -29,14 +32,20 @@ struct rpc_transport_ops tops = {
 int32_t
 init(rpc_transport_t *this)
 {
-    struct gfr_trans *priv = calloc(1, sizeof(*priv));
-    char why[256];
+    struct gfr_trans *priv;
+    char why[512];
 
+    /* before anything reads a GlusterFS structure past its name */
+    if (gfr_gluster_version_check(why, sizeof(why)) != 0) {
+        gf_msg(this->name, GF_LOG_ERROR, EPROTO, GFR_MSG_WRONG_GLUSTERFS, "%s", why);
+        return -1;
+    }
+    priv = calloc(1, sizeof(*priv));
     if (!priv) {
         gf_msg(this->name, GF_LOG_ERROR, ENOMEM, GFR_MSG_NO_MEMORY, "no memory");
         return -1;
     }
-    if (gfr_plugin_cfg_read(this->options, &priv->cfg, why, sizeof(why)) != 0) {
+    if (gfr_plugin_cfg_read(this->options, GFR_NODE_CONF, &priv->cfg, why, sizeof(why)) != 0) {
         gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);
         free(priv);
         return -1;
@@ -77,7 +86,7 @@ reconfigure(rpc_transport_t *this, dict_t *dict)
     struct gfr_plugin_cfg cfg;
     char why[256];
 
-    if (gfr_plugin_cfg_read(dict, &cfg, why, sizeof(why)) != 0) {
+    if (gfr_plugin_cfg_read(dict, GFR_NODE_CONF, &cfg, why, sizeof(why)) != 0) {
         gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);
         return -1;
     }

@@ -7,7 +7,8 @@
  * libgfrpc allocates a transport (through rpc_clnt_new, loading Debian's
  * socket.so) with GlusterFS's memory accounting on, so the allocation header
  * records libgfrpc's sizeof; libgfrpc then writes and calls fields that we
- * read back at our offsets.
+ * read back at our offsets, and hands our own submit_request the request
+ * it built (rpc_transport_req_t changed between GlusterFS 10 and 11).
  */
 #include <glusterfs/api/glfs.h>
 #include <glusterfs/glusterfs.h>
@@ -28,10 +29,21 @@
 
 #include "config.h"
 
-/* Verified on Debian's 10.3-5 by disassembly: GF_CALLOC(1, 0x4f8) in
- * rpc_transport_load, `lock addq` at 0x58, `call *0xa8` for notify. */
-#define GLUSTERFS_10_3_TRANSPORT_SIZE 1272
-#define GLUSTERFS_10_3_NOTIFY_OFFSET 168
+/* Each supported GlusterFS line's layout.  10: verified on Debian's 10.3-5
+ * by disassembly (GF_CALLOC(1, 0x4f8) in rpc_transport_load, `lock addq`
+ * at 0x58, `call *0xa8` for notify).  11: upstream v11.1's headers
+ * (notify_poller_death became an int; rpc_transport_req_t lost its leading
+ * rpc_req pointer), checked against Debian 13's 11.1-6 by this test. */
+static const struct layout {
+    const char *line; /* GFR_GLUSTERFS_VERSION starts with it */
+    size_t transport_size;
+    size_t notify;
+    size_t req_msg;
+    size_t req_rsp;
+} layouts[] = {
+    {"10.", 1272, 168, 8, 56},
+    {"11.", 1280, 168, 0, 48},
+};
 
 static glfs_t *probe_fs;
 
@@ -40,17 +52,29 @@ static glfs_t *probe_fs;
 static int
 layout_is_plausible(void)
 {
-    if (strcmp(GFR_GLUSTERFS_VERSION, "10.3") != 0)
-        return 1;
-    if (sizeof(rpc_transport_t) == GLUSTERFS_10_3_TRANSPORT_SIZE &&
-        offsetof(rpc_transport_t, notify) == GLUSTERFS_10_3_NOTIFY_OFFSET)
-        return 1;
-    fprintf(stderr,
-            "gluster-abi: rpc_transport_t compiles to %zu bytes with notify "
-            "at %zu; GlusterFS 10.3 uses %d and %d: GLUSTERFS_CPPFLAGS are "
-            "wrong (HAVE_ATOMIC_BUILTINS missing?)\n",
-            sizeof(rpc_transport_t), offsetof(rpc_transport_t, notify),
-            GLUSTERFS_10_3_TRANSPORT_SIZE, GLUSTERFS_10_3_NOTIFY_OFFSET);
+    for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+        const struct layout *l = &layouts[i];
+
+        if (strncmp(GFR_GLUSTERFS_VERSION, l->line, strlen(l->line)) != 0)
+            continue;
+        if (sizeof(rpc_transport_t) == l->transport_size &&
+            offsetof(rpc_transport_t, notify) == l->notify &&
+            offsetof(rpc_transport_req_t, msg) == l->req_msg &&
+            offsetof(rpc_transport_req_t, rsp) == l->req_rsp)
+            return 1;
+        fprintf(stderr,
+                "gluster-abi: rpc_transport_t compiles to %zu bytes with notify at "
+                "%zu, rpc_transport_req_t with msg at %zu and rsp at %zu; GlusterFS "
+                "%sx uses %zu, %zu, %zu and %zu: GLUSTERFS_CPPFLAGS are wrong "
+                "(HAVE_ATOMIC_BUILTINS missing?) or the headers are another "
+                "version's\n",
+                sizeof(rpc_transport_t), offsetof(rpc_transport_t, notify),
+                offsetof(rpc_transport_req_t, msg), offsetof(rpc_transport_req_t, rsp),
+                l->line, l->transport_size, l->notify, l->req_msg, l->req_rsp);
+        return 0;
+    }
+    fprintf(stderr, "gluster-abi: no known layout for GlusterFS %s\n",
+            GFR_GLUSTERFS_VERSION);
     return 0;
 }
 
@@ -206,6 +230,79 @@ test_libgfrpc_calls_our_notify_and_counts_our_refcount(void **state)
     dict_unref(opts);
 }
 
+/* What rpc_clnt_submit hands the transport, as read at our offsets. */
+static rpc_transport_req_t seen_req;
+static int seen_submits;
+
+static int32_t
+capture_submit(rpc_transport_t *trans, rpc_transport_req_t *req)
+{
+    seen_req = *req;
+    seen_submits++;
+    return -1; /* fails the call: rpc-clnt keeps no frame for it */
+}
+
+static int32_t
+probe_connect(rpc_transport_t *trans, int port)
+{
+    return 0;
+}
+
+static int
+probe_cbk(struct rpc_req *req, struct iovec *iov, int count, void *frame)
+{
+    return 0;
+}
+
+static void
+test_request_fields_from_libgfrpc_are_at_our_offsets(void **state)
+{
+    static char *procnames[] = {"NULL", "PROBE"};
+    rpc_clnt_prog_t prog = {.progname = "gfr-abi-probe", .prognum = 4242,
+                            .progver = 1, .numproc = 2, .procnames = procnames};
+    struct rpc_transport_ops ops = {.connect = probe_connect,
+                                    .submit_request = capture_submit};
+    char head[16] = "head", payload[32] = "payload";
+    char rsp_head[16], rsp_payload[64];
+    struct iovec proghdr = {head, sizeof(head)}, progpayload = {payload, sizeof(payload)};
+    struct iovec rsphdr = {rsp_head, sizeof(rsp_head)};
+    struct iovec rsp_data = {rsp_payload, sizeof(rsp_payload)};
+    struct iobref *iobref = iobref_new(), *rsp_iobref = iobref_new();
+    dict_t *opts;
+    struct rpc_clnt *rpc = new_probe_client(&opts);
+    struct rpc_transport_ops *socket_ops = rpc->conn.trans->ops;
+    call_frame_t *frame = create_frame(THIS, THIS->ctx->pool);
+
+    assert_non_null(iobref);
+    assert_non_null(rsp_iobref);
+    assert_non_null(frame);
+    rpc->conn.trans->ops = &ops;
+    seen_submits = 0;
+    assert_int_equal(rpc_clnt_submit(rpc, &prog, 1, probe_cbk, &proghdr, 1, &progpayload,
+                                     1, iobref, frame, &rsphdr, 1, &rsp_data, 1,
+                                     rsp_iobref),
+                     -1);
+    rpc->conn.trans->ops = socket_ops;
+    assert_int_equal(seen_submits, 1);
+    assert_non_null(seen_req.msg.rpchdr);
+    assert_int_equal(seen_req.msg.rpchdrcount, 1);
+    assert_ptr_equal(seen_req.msg.proghdr, &proghdr);
+    assert_int_equal(seen_req.msg.proghdrcount, 1);
+    assert_ptr_equal(seen_req.msg.progpayload, &progpayload);
+    assert_int_equal(seen_req.msg.progpayloadcount, 1);
+    assert_ptr_equal(seen_req.msg.iobref, iobref);
+    assert_ptr_equal(seen_req.rsp.rsphdr, &rsphdr);
+    assert_int_equal(seen_req.rsp.rsphdr_count, 1);
+    assert_ptr_equal(seen_req.rsp.rsp_payload, &rsp_data);
+    assert_int_equal(seen_req.rsp.rsp_payload_count, 1);
+    assert_ptr_equal(seen_req.rsp.rsp_iobref, rsp_iobref);
+    STACK_DESTROY(frame->root);
+    iobref_unref(iobref);
+    iobref_unref(rsp_iobref);
+    rpc_clnt_unref(rpc);
+    dict_unref(opts);
+}
+
 int
 main(void)
 {
@@ -213,6 +310,7 @@ main(void)
         cmocka_unit_test(test_transport_size_matches_libgfrpc),
         cmocka_unit_test(test_fields_set_by_libgfrpc_are_at_our_offsets),
         cmocka_unit_test(test_libgfrpc_calls_our_notify_and_counts_our_refcount),
+        cmocka_unit_test(test_request_fields_from_libgfrpc_are_at_our_offsets),
     };
 
     return cmocka_run_group_tests_name("gluster-abi", tests, probe_setup,

@@ -5,14 +5,18 @@
  * are the engine's, aliases and sizes reach the engine, and a bad value is
  * refused — by GlusterFS's own validation against the exported table, as
  * rpc_transport_load does, and by init's reading, with a message (init
- * logs it) that names the option and what it accepts.
+ * logs it) that names the option and what it accepts; and the node's
+ * file (node-conf.c) under the volfile's options, its bad lines refused by
+ * file and line.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <glusterfs/api/glfs.h>
@@ -60,7 +64,7 @@ test_table_defaults_are_the_engines(void **state)
     for (volume_option_t *opt = options; opt->key[0]; opt++)
         if (opt->default_value)
             assert_int_equal(dict_set_str(d, (char *)opt->key[0], opt->default_value), 0);
-    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), 0);
     gfr_rdma_opts_init(&want);
     assert_memory_equal(&cfg.engine, &want, sizeof(want));
     assert_int_equal(cfg.listen_port, 24008);
@@ -69,7 +73,7 @@ test_table_defaults_are_the_engines(void **state)
     dict_unref(d);
 
     /* and an empty dict gives the same */
-    assert_int_equal(gfr_plugin_cfg_read(NULL, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, NULL, &cfg, why, sizeof(why)), 0);
     assert_memory_equal(&cfg.engine, &want, sizeof(want));
 }
 
@@ -155,7 +159,7 @@ test_the_table_repeats_the_engines_options(void **state)
             continue;
         dict_t *d = dict_of(kv);
 
-        assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), 0);
+        assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), 0);
         if (memcmp(&cfg.engine, &want, sizeof(want)) != 0)
             fail_msg("%s: default %s in options[] is not the engine's %s", opt->key[0],
                      opt->default_value, info->default_value);
@@ -187,7 +191,7 @@ test_values_aliases_and_sizes_reach_the_engine(void **state)
     dict_t *d = dict_of(kv);
 
     (void)state;
-    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), 0);
     assert_string_equal(cfg.engine.device, "rxe0");
     assert_int_equal(cfg.engine.qp_timeout, 20);
     assert_int_equal(cfg.engine.inline_max, 16384);
@@ -208,7 +212,7 @@ expect_bad(const char *key, const char *value, const char *accepted)
     char named[128], why[256];
     dict_t *d = dict_of(kv);
 
-    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), -EINVAL);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), -EINVAL);
     snprintf(named, sizeof(named), "%s=%s", key, value);
     if (!strstr(why, named) || !strstr(why, accepted))
         fail_msg("'%s' does not name %s and '%s'", why, named, accepted);
@@ -238,7 +242,7 @@ test_options_that_do_not_fit_together_are_refused(void **state)
     dict_t *d = dict_of(kv);
 
     (void)state;
-    assert_int_equal(gfr_plugin_cfg_read(d, &cfg, why, sizeof(why)), -EINVAL);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), -EINVAL);
     assert_non_null(strstr(why, "do not fit together"));
     assert_non_null(strstr(why, "max-msg"));
     dict_unref(d);
@@ -272,6 +276,134 @@ test_glusterfs_validates_against_the_table(void **state)
     dict_unref(d);
 }
 
+/* A node file with text in a fresh temporary directory; its path. */
+static const char *
+node_file(const char *text)
+{
+    static char path[64];
+    char dir[] = "/tmp/gfr-node-conf-XXXXXX";
+    FILE *f;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/rdma.conf", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+    return path;
+}
+
+static void
+node_file_remove(const char *path)
+{
+    char dir[64];
+
+    snprintf(dir, sizeof(dir), "%s", path);
+    *strrchr(dir, '/') = '\0';
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
+static void
+test_node_file_fills_what_the_volfile_leaves_out(void **state)
+{
+    /* comments, blank lines, spaces, an alias; the volfile's poll-mode wins */
+    const char *path = node_file("# the node's rdma.so options\n"
+                                 "\n"
+                                 "  transport.rdma.poll-mode = busy  \n"
+                                 "transport.rdma.device-name=rxe1\n"
+                                 "transport.rdma.inline-max = 8KB\n"
+                                 "remote-port = 24444\n");
+    static const char *const kv[] = {"transport.rdma.poll-mode", "event", NULL};
+    struct gfr_plugin_cfg cfg;
+    char why[256];
+    dict_t *d = dict_of(kv);
+
+    (void)state;
+    assert_int_equal(gfr_plugin_cfg_read(d, path, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.poll_mode, GFR_POLL_EVENT);
+    assert_string_equal(cfg.engine.device, "rxe1");
+    assert_int_equal(cfg.engine.inline_max, 8192);
+    assert_int_equal(cfg.remote_port, 24444);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.poll_mode, GFR_POLL_BUSY);
+    dict_unref(d);
+    node_file_remove(path);
+}
+
+static void
+test_no_node_file_is_normal(void **state)
+{
+    struct gfr_plugin_cfg cfg, plain;
+    char why[256];
+
+    (void)state;
+    assert_int_equal(gfr_plugin_cfg_read(NULL, "/nonexistent/rdma.conf", &cfg, why,
+                                         sizeof(why)),
+                     0);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, NULL, &plain, why, sizeof(why)), 0);
+    assert_memory_equal(&cfg, &plain, sizeof(cfg));
+}
+
+/* text as a node file is refused, and the message holds each of want. */
+static void
+expect_bad_file(const char *text, const char *const *want)
+{
+    const char *path = node_file(text);
+    struct gfr_plugin_cfg cfg;
+    char why[512];
+
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, &cfg, why, sizeof(why)), -EINVAL);
+    if (!strstr(why, path))
+        fail_msg("'%s' does not name the file %s", why, path);
+    for (; *want; want++)
+        if (!strstr(why, *want))
+            fail_msg("'%s' does not say '%s'", why, *want);
+    node_file_remove(path);
+}
+
+static void
+test_bad_node_file_lines_are_refused_by_file_and_line(void **state)
+{
+    (void)state;
+    expect_bad_file("# ok\ntransport.rdma.poll-mode = spin\n",
+                    (const char *const[]){"line 2", "transport.rdma.poll-mode=spin",
+                                          "busy", "adaptive", "event", NULL});
+    expect_bad_file("transport.rdma.pollers = 0\n",
+                    (const char *const[]){"line 1", "transport.rdma.pollers=0", NULL});
+    expect_bad_file("remote-port = 70000\n",
+                    (const char *const[]){"line 1", "remote-port=70000", NULL});
+    expect_bad_file("\ntransport.rdma.poll-mod = busy\n",
+                    (const char *const[]){"line 2", "'transport.rdma.poll-mod' is no option",
+                                          NULL});
+    expect_bad_file("transport.rdma.poll-mode busy\n",
+                    (const char *const[]){"line 1", "not 'key = value'", NULL});
+    expect_bad_file("transport.rdma.spin-us =\n",
+                    (const char *const[]){"line 1", "has no value", NULL});
+    expect_bad_file("transport.rdma.device = rxe0\ntransport.rdma.device-name = rxe1\n",
+                    (const char *const[]){"line 2", "set again (first on line 1)", NULL});
+    /* values GlusterFS's validation passes but the engine refuses */
+    expect_bad_file("transport.rdma.device = a-device-name-longer-than-sixty-three-"
+                    "characters-is-refused-here\n",
+                    (const char *const[]){"line 1", "at most 63", NULL});
+}
+
+static void
+test_unreadable_node_file_is_refused(void **state)
+{
+    struct gfr_plugin_cfg cfg;
+    char why[256];
+    char dir[] = "/tmp/gfr-node-conf-XXXXXX";
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    /* a directory where the file should be: fopen works, reading fails */
+    assert_int_equal(gfr_plugin_cfg_read(NULL, dir, &cfg, why, sizeof(why)), -EISDIR);
+    assert_non_null(strstr(why, dir));
+    assert_non_null(strstr(why, "cannot be read"));
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int
 main(void)
 {
@@ -282,6 +414,10 @@ main(void)
         cmocka_unit_test(test_bad_values_fail_with_a_message_naming_them),
         cmocka_unit_test(test_options_that_do_not_fit_together_are_refused),
         cmocka_unit_test(test_glusterfs_validates_against_the_table),
+        cmocka_unit_test(test_node_file_fills_what_the_volfile_leaves_out),
+        cmocka_unit_test(test_no_node_file_is_normal),
+        cmocka_unit_test(test_bad_node_file_lines_are_refused_by_file_and_line),
+        cmocka_unit_test(test_unreadable_node_file_is_refused),
     };
 
     return cmocka_run_group_tests_name("plugin-opts", tests, setup, teardown);
