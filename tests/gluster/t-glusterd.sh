@@ -1,13 +1,15 @@
 #!/bin/bash
 # glusterd-managed volumes over rdma (stock glusterd, gluster CLI and
-# mount.glusterfs 10.3): `volume create ... transport rdma` and
+# mount.glusterfs 10.3 or 11.1): `volume create ... transport rdma` and
 # `... transport tcp,rdma` start (without a plugin both fail with "Commit
 # failed on localhost", and tcp,rdma crashes the brick), the bricks
 # register their rdma ports with glusterd's portmap, and
-# `mount -t glusterfs -o transport=rdma` mounts each and passes a data check.
+# `mount -t glusterfs -o transport=rdma` mounts each and passes a data check;
+# and the node's options file reaches a brick glusterd starts.
 #
 # glusterd listens on tcp and rdma (transport-type socket,rdma in its
-# volfile, as the old transport needed): a client of an rdma volume asks
+# volfile, as the old transport needed; tools/glusterfs-rdma-setup makes
+# that change): a client of an rdma volume asks
 # glusterd's portmap for the brick's port over its own transport.  Its
 # state, logs and the bricks (ext4 images: volfiles glusterd writes need
 # user.* xattrs, which this kernel's tmpfs lacks) live in the VM only.
@@ -44,9 +46,11 @@ trap cleanup EXIT
 gluster_setup || exit 1
 mkdir -p "$gd"/lib "$gd"/log "$gd"/etc "$gd"/b1 "$gd"/b2 "$mnt" /run/gluster
 cp -a /etc/glusterfs/. "$gd"/etc/
-sed -i 's/^\( *option transport-type\) socket$/\1 socket,rdma/' "$gd"/etc/glusterd.vol
-grep -q "transport-type socket,rdma" "$gd"/etc/glusterd.vol || fail "cannot make glusterd.vol listen on rdma"
-sed -i 's/^end-volume/    option transport.rdma.listen-port 24008\nend-volume/' "$gd"/etc/glusterd.vol
+# the administrator's way: glusterfs-rdma-setup (tools/), which also finds
+# the fabric's active rxe ports
+setup=$(dirname "$0")/../../tools/glusterfs-rdma-setup
+"$setup" --glusterd-vol "$gd"/etc/glusterd.vol || fail "glusterfs-rdma-setup failed"
+grep -q "transport-type socket,rdma" "$gd"/etc/glusterd.vol || fail "glusterfs-rdma-setup did not make glusterd listen on rdma"
 mount --bind "$gd"/lib /var/lib/glusterd && mount --bind "$gd"/log /var/log/glusterfs &&
 	mount --bind "$gd"/etc /etc/glusterfs || fail "cannot isolate glusterd's state"
 modprobe loop 2>/dev/null
@@ -86,8 +90,47 @@ check_volume() {
 	echo "t-glusterd: $vol (transport $transport) started, mounted over rdma, data checked"
 }
 
+# The node's options file (/etc/glusterfs/rdma.conf, glusterd's isolated
+# /etc/glusterfs here): what it sets reaches a glusterd-managed brick when
+# the volume restarts, and a bad line keeps the brick from starting, with
+# the file and the line in the brick's log.
+brick_poll_mode() {
+	local pid
+	pid=$(cli volume status "$1" --xml | sed -n 's:.*<pid>\([0-9]*\)</pid>.*:\1:p' | head -n1)
+	[ -n "$pid" ] && [ "$pid" -gt 0 ] || return 1
+	"$GFR_BUILDDIR/tools/gfr-stat" --json "$pid" | grep -o '"poll_mode":"[a-z]*"' | head -n1 | cut -d'"' -f4
+}
+check_node_conf() {
+	local vol=$1 mode i blog
+	mode=$(brick_poll_mode "$vol") || fail "no brick process of $vol for gfr-stat"
+	[ "$mode" = adaptive ] || fail "the brick of $vol polls '$mode' without a node file (default: adaptive)"
+	printf '# rdma.so for every GlusterFS process here\ntransport.rdma.poll-mode = event\n' \
+		>/etc/glusterfs/rdma.conf
+	cli volume stop "$vol" && cli volume start "$vol" || fail "restarting $vol failed"
+	mode=$(brick_poll_mode "$vol") || fail "no brick process of $vol after its restart"
+	[ "$mode" = event ] || fail "the brick of $vol polls '$mode' after rdma.conf said event"
+	cli volume stop "$vol" || fail "stopping $vol failed"
+	printf '# a typo\ntransport.rdma.poll-mode = spin\n' >/etc/glusterfs/rdma.conf
+	cli volume start "$vol" >/dev/null 2>&1
+	blog=$(ls "$gd"/log/bricks/*b1-brick.log)
+	for i in $(seq 100); do
+		grep -q "rdma.conf line 2: option transport.rdma.poll-mode=spin is not valid" "$blog" && break
+		sleep 0.3
+	done
+	grep "rdma.conf line 2: option transport.rdma.poll-mode=spin is not valid" "$blog" ||
+		fail "the brick's log does not name rdma.conf's bad line ($blog)"
+	cli volume status "$vol" --xml >"$gd/status.xml"
+	grep -q "<status>1</status>" "$gd/status.xml" && fail "the brick of $vol runs despite rdma.conf's bad line"
+	# the refusal is this check's; the plugin-error scan below is for the rest
+	mv "$blog" "$blog.node-conf"
+	rm /etc/glusterfs/rdma.conf
+	cli volume stop "$vol" force >/dev/null 2>&1
+	echo "t-glusterd: rdma.conf's poll-mode reached the brick of $vol after a restart; its bad line stopped the brick"
+}
+
 before=$(fabric_snapshot)
 check_volume gdrdma rdma b1
+check_node_conf gdrdma
 check_volume gdboth tcp,rdma b2
 # The CLI talks to glusterd over lo: only the fabric counters are judged.
 fabric_check "$before" 2000 1000000 || exit 1
