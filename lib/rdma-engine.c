@@ -731,8 +731,7 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     if (!err)
         err = listener_open(engine, listener, &listener->id);
     if (err) {
-        gfr_rdma_log("cannot listen: %s", strerror(-err));
-        free(listener);
+        free(listener); /* the caller reports it: it may be trying again */
         return err;
     }
     /* With the port the kernel chose, to listen on it again. */

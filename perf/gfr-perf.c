@@ -338,11 +338,16 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port)
 {
     struct sockaddr_storage ss;
     struct gfr_rdma_listener *listener;
+    int err;
 
     g.server = 1;
-    if (gfr_addr_parse_numeric(addr, port, &ss) ||
-        gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_conn, NULL, &listener)) {
-        fprintf(stderr, "gfr-perf: cannot listen on %s port %s\n", addr, port);
+    if (gfr_addr_parse_numeric(addr, port, &ss)) {
+        fprintf(stderr, "gfr-perf: %s port %s is not a numeric address and port\n", addr, port);
+        return 1;
+    }
+    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_conn, NULL, &listener);
+    if (err) {
+        fprintf(stderr, "gfr-perf: cannot listen on %s port %s: %s\n", addr, port, strerror(-err));
         return 1;
     }
     printf("gfr-perf: server listening on %s port %s\n", addr, port);

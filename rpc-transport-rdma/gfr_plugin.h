@@ -8,7 +8,8 @@
  * plugin-conn.c (listen, accept, connect, disconnect, addresses),
  * plugin-rx.c (a received message handed to GlusterFS), plugin-tx.c
  * (submit_request and submit_reply), plugin-throttle.c (back-pressure),
- * node-conf.c (the node's options file),
+ * node-conf.c (the node's options file), plugin-retry.c (a listener
+ * trying again in the background),
  * plugin-stats.c (the statistics socket), gluster-version.c (which
  * GlusterFS runs), rdma.c (the exported symbols).
  */
@@ -57,6 +58,7 @@ enum gfr_trans_role {
 };
 
 struct gfr_plugin_engine;
+struct gfr_plugin_retry;
 
 /*
  * rpc_transport_t.private.  Owned by its transport: freed by fini.  While
@@ -85,6 +87,9 @@ struct gfr_trans {
     int svc_throttled;
     int throttled;
     struct gfr_rdma_listener *listener; /* listeners: until disconnect/fini */
+    struct sockaddr_storage listen_addr; /* listeners: where they listen */
+    /* listeners that could not listen yet: trying again (plugin-conn.c) */
+    struct gfr_plugin_retry *listen_retry;
     struct cds_list_head listening_link; /* plugin-listeners.c, while listener */
 };
 

@@ -20,6 +20,7 @@
 
 #include "gfr_addr.h"
 #include "gfr_plugin.h"
+#include "plugin-retry.h"
 
 /* "host:port", the form auth.addr and rpcsvc parse (strrchr(':')). */
 static void
@@ -55,15 +56,17 @@ fill_conn_info(rpc_transport_t *trans, struct gfr_rdma_conn *conn, int peer_too)
         set_info(&trans->myinfo, (struct sockaddr *)&sa, len);
 }
 
+/* priv's engine, started on first use: 0 or -errno, logged unless quiet
+ * (a listener trying again in the background). */
 static int
-ensure_engine(struct gfr_trans *priv)
+ensure_engine(struct gfr_trans *priv, int quiet)
 {
     int err;
 
     if (priv->engine)
         return 0;
     err = gfr_plugin_engine_get(&priv->cfg.engine, &priv->engine);
-    if (err)
+    if (err && !quiet)
         gf_msg(priv->trans->name, GF_LOG_ERROR, -err, GFR_MSG_ENGINE,
                "cannot start the RDMA engine: %s (is an RDMA device configured, "
                "and are rdma_cm and ib_uverbs loaded?)", strerror(-err));
@@ -203,7 +206,7 @@ gfr_plugin_connect(rpc_transport_t *this, int port)
     }
     if (!err) {
         set_info(&this->peerinfo, (struct sockaddr *)&dst, len);
-        err = ensure_engine(priv);
+        err = ensure_engine(priv, 0);
     }
     if (!err) {
         rpc_transport_ref(this); /* the connection's, until disconnected */
@@ -317,43 +320,27 @@ accept_conn(struct gfr_rdma_listener *listener, struct gfr_rdma_conn *conn, void
     return 0;
 }
 
-int32_t
-gfr_plugin_listen(rpc_transport_t *this)
+/* Listens on priv->listen_addr, starting the engine if need be: 0, with
+ * myinfo, brick_port2 and the process's listener list set and the
+ * listening logged; or -errno, not logged (the caller knows whether it
+ * will try again).  Caller holds no lock; the first listen, or the
+ * listener's retry thread. */
+static int
+listen_now(struct gfr_trans *priv)
 {
-    struct gfr_trans *priv = this->private;
-    const char *bind = priv->cfg.bind_address[0] ? priv->cfg.bind_address : NULL;
+    rpc_transport_t *this = priv->trans;
+    struct sockaddr_storage sa = priv->listen_addr;
+    socklen_t len = sizeof(sa);
     char host[INET6_ADDRSTRLEN];
-    struct sockaddr_storage sa;
-    socklen_t len;
     unsigned port;
     int err;
 
-    if (priv->listener) {
-        gf_msg_debug(this->name, 0, "already listening");
-        return 0;
-    }
-    priv->role = GFR_TRANS_LISTENER;
-    err = lookup_address(bind, priv->cfg.listen_port, priv->cfg.family, &sa, &len);
-    if (err) {
-        gf_msg(this->name, GF_LOG_ERROR, 0, GFR_MSG_LISTEN_FAILED,
-               "cannot resolve transport.rdma.bind-address %s: %s", bind ? bind : "(any)",
-               gai_strerror(err));
-        return -1;
-    }
-    err = ensure_engine(priv);
+    err = ensure_engine(priv, 1);
     if (!err)
         err = gfr_rdma_listen(gfr_plugin_engine_rdma(priv->engine), (struct sockaddr *)&sa,
                               priv->cfg.listen_backlog, accept_conn, priv, &priv->listener);
-    if (err) {
-        format_identifier((struct sockaddr *)&sa, this->myinfo.identifier,
-                          sizeof(this->myinfo.identifier));
-        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_LISTEN_FAILED,
-               "cannot listen for RDMA connections on %s: %s",
-               this->myinfo.identifier, strerror(-err));
-        /* rpcsvc counts only -1 and -EADDRINUSE as failures. */
-        return err == -EADDRINUSE ? -EADDRINUSE : -1;
-    }
-    len = sizeof(sa);
+    if (err)
+        return err;
     if (gfr_rdma_listener_addr(priv->listener, (struct sockaddr *)&sa, &len) == 0)
         set_info(&this->myinfo, (struct sockaddr *)&sa, len);
     /* glusterfsd registers "<brick>.rdma" with glusterd's portmap only when
@@ -367,9 +354,90 @@ gfr_plugin_listen(rpc_transport_t *this)
     return 0;
 }
 
+/* An attempt of a listener waiting for RDMA (plugin-retry.c's thread). */
+static int
+listen_attempt(void *cb_arg)
+{
+    struct gfr_trans *priv = cb_arg;
+
+    THIS = priv->trans->xl;
+    return listen_now(priv);
+}
+
+/* Failures that RDMA coming up later can cure: no rdma_cm or verbs
+ * device yet, no device with the address (yet). */
+static int
+may_come_later(int err)
+{
+    return err == -ENODEV || err == -EADDRNOTAVAIL || err == -ENOENT || err == -ENXIO ||
+           err == -ENETDOWN || err == -ENETUNREACH;
+}
+
+#define LISTEN_RETRY_MS 2000
+
+int32_t
+gfr_plugin_listen(rpc_transport_t *this)
+{
+    struct gfr_trans *priv = this->private;
+    const char *bind = priv->cfg.bind_address[0] ? priv->cfg.bind_address : NULL;
+    socklen_t len;
+    int err;
+
+    if (priv->listener || priv->listen_retry) {
+        gf_msg_debug(this->name, 0, "already listening");
+        return 0;
+    }
+    priv->role = GFR_TRANS_LISTENER;
+    err = lookup_address(bind, priv->cfg.listen_port, priv->cfg.family, &priv->listen_addr,
+                         &len);
+    if (err) {
+        gf_msg(this->name, GF_LOG_ERROR, 0, GFR_MSG_LISTEN_FAILED,
+               "cannot resolve transport.rdma.bind-address %s: %s", bind ? bind : "(any)",
+               gai_strerror(err));
+        return -1;
+    }
+    format_identifier((struct sockaddr *)&priv->listen_addr, this->myinfo.identifier,
+                      sizeof(this->myinfo.identifier));
+    err = listen_now(priv);
+    if (!err)
+        return 0;
+    if (!may_come_later(err)) {
+        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_LISTEN_FAILED,
+               "cannot listen for RDMA connections on %s: %s", this->myinfo.identifier,
+               strerror(-err));
+        /* rpcsvc counts only -1 and -EADDRINUSE as failures. */
+        return err == -EADDRINUSE ? -EADDRINUSE : -1;
+    }
+    /*
+     * No RDMA here yet.  Failing would stop the brick: with `tcp,rdma`,
+     * GlusterFS's server_init even crashes when one listener of several
+     * fails.  So the brick starts, serves its other transports, and this
+     * listener tries again in the background.  The port it will listen on
+     * is registered with glusterd now, when it is known.
+     */
+    if (this->ctx && !this->ctx->cmd_args.brick_port2 && priv->cfg.listen_port)
+        this->ctx->cmd_args.brick_port2 = priv->cfg.listen_port;
+    if (gfr_plugin_retry_start(listen_attempt, priv, LISTEN_RETRY_MS, "gfr-listen",
+                               &priv->listen_retry) != 0) {
+        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_LISTEN_FAILED,
+               "cannot listen for RDMA connections on %s: %s", this->myinfo.identifier,
+               strerror(-err));
+        return -1;
+    }
+    gf_msg(this->name, GF_LOG_WARNING, -err, GFR_MSG_LISTEN_FAILED,
+           "cannot listen for RDMA connections on %s yet: %s (no rdma_cm, no RDMA "
+           "device, or none with this address); trying again every %d s in the "
+           "background (the process serves its other transports meanwhile)",
+           this->myinfo.identifier, strerror(-err), LISTEN_RETRY_MS / 1000);
+    return 0;
+}
+
 void
 gfr_plugin_close_listener(struct gfr_trans *priv)
 {
+    /* first the retry, which may be creating the listener */
+    gfr_plugin_retry_stop(priv->listen_retry);
+    priv->listen_retry = NULL;
     if (priv->listener) {
         gfr_plugin_listeners_remove(priv);
         gfr_rdma_listener_close(priv->listener);

@@ -414,8 +414,10 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     if (gfr_addr_parse_numeric(addr, port, &ss))
         return die("server: bad address");
     err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_one, NULL, &listener);
-    if (err)
-        return die("server: listen failed");
+    if (err) {
+        fprintf(stderr, "engine-test: server: listen failed: %s\n", strerror(-err));
+        return 1;
+    }
     bound_len = sizeof(bound);
     if (gfr_rdma_listener_addr(listener, (struct sockaddr *)&bound, &bound_len) != 0)
         return die("server: the listener has no address");
