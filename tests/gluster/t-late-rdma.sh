@@ -4,7 +4,9 @@
 # of failing (stock glusterfsd crashes in server_init when one of several
 # listeners fails), serves tcp at once, logs once that its rdma listener
 # waits, and serves rdma once the devices are back, logging that once too
-# (docs/plugin.md, "Listening before RDMA is there").
+# (docs/plugin.md, "Listening before RDMA is there").  Its clients run as
+# the GlusterFS programs do under the sanitizers (no leak check: glfs_fini
+# leaves GlusterFS's own allocations; t-gfapi judges rdma.so's leaks).
 set -u
 . "$(dirname "$0")/gluster-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/gluster/gfapi-io
@@ -26,7 +28,7 @@ wait_log() {
 # check TRANSPORT: a small data and metadata check over TRANSPORT.
 check() {
 	client_volfile late "$1" $port >"$dir/$1.vol"
-	timeout 300 "$prog" check "$dir/$1.vol" late --size-mib 8 --files 50 --random-reads 64 \
+	timeout 300 env "${gfr_sanitizer_env[@]}" "$prog" check "$dir/$1.vol" late --size-mib 8 --files 50 --random-reads 64 \
 		--dir "late-$1" --log "$GFR_GLUSTER_LOGS/late-$1.log" >"$dir/$1.out" 2>&1 ||
 		{ cat "$dir/$1.out"; fail "the check over $1 failed"; }
 	echo "t-late-rdma: the brick served a check over $1"
