@@ -9,9 +9,9 @@
  * plugin-rx.c (a received message handed to GlusterFS), plugin-tx.c
  * (submit_request and submit_reply), plugin-throttle.c (back-pressure),
  * node-conf.c (the node's options file), plugin-retry.c (a listener
- * trying again in the background),
- * plugin-stats.c (the statistics socket), gluster-version.c (which
- * GlusterFS runs), rdma.c (the exported symbols).
+ * trying again in the background), plugin-stats.c (the statistics
+ * socket), gluster-version.c (which GlusterFS runs), rdma.c (the exported
+ * symbols).
  */
 #ifndef GFR_PLUGIN_H
 #define GFR_PLUGIN_H

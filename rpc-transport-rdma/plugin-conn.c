@@ -401,35 +401,33 @@ gfr_plugin_listen(rpc_transport_t *this)
     err = listen_now(priv);
     if (!err)
         return 0;
-    if (!may_come_later(err)) {
-        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_LISTEN_FAILED,
-               "cannot listen for RDMA connections on %s: %s", this->myinfo.identifier,
-               strerror(-err));
-        /* rpcsvc counts only -1 and -EADDRINUSE as failures. */
-        return err == -EADDRINUSE ? -EADDRINUSE : -1;
-    }
     /*
-     * No RDMA here yet.  Failing would stop the brick: with `tcp,rdma`,
+     * No RDMA here yet?  Failing would stop the brick: with `tcp,rdma`,
      * GlusterFS's server_init even crashes when one listener of several
      * fails.  So the brick starts, serves its other transports, and this
      * listener tries again in the background.  The port it will listen on
-     * is registered with glusterd now, when it is known.
+     * is registered with glusterd now, when it is known (before the retry
+     * thread, which sets it too once it listens).
      */
-    if (this->ctx && !this->ctx->cmd_args.brick_port2 && priv->cfg.listen_port)
-        this->ctx->cmd_args.brick_port2 = priv->cfg.listen_port;
-    if (gfr_plugin_retry_start(listen_attempt, priv, LISTEN_RETRY_MS, "gfr-listen",
-                               &priv->listen_retry) != 0) {
-        gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_LISTEN_FAILED,
-               "cannot listen for RDMA connections on %s: %s", this->myinfo.identifier,
-               strerror(-err));
-        return -1;
+    if (may_come_later(err)) {
+        if (this->ctx && !this->ctx->cmd_args.brick_port2 && priv->cfg.listen_port)
+            this->ctx->cmd_args.brick_port2 = priv->cfg.listen_port;
+        if (gfr_plugin_retry_start(listen_attempt, priv, LISTEN_RETRY_MS, "gfr-listen",
+                                   &priv->listen_retry) == 0) {
+            gf_msg(this->name, GF_LOG_WARNING, -err, GFR_MSG_LISTEN_FAILED,
+                   "cannot listen for RDMA connections on %s yet: %s (no rdma_cm, no "
+                   "RDMA device, or none with this address); trying again every %d s "
+                   "in the background (the process serves its other transports "
+                   "meanwhile)",
+                   this->myinfo.identifier, strerror(-err), LISTEN_RETRY_MS / 1000);
+            return 0;
+        }
     }
-    gf_msg(this->name, GF_LOG_WARNING, -err, GFR_MSG_LISTEN_FAILED,
-           "cannot listen for RDMA connections on %s yet: %s (no rdma_cm, no RDMA "
-           "device, or none with this address); trying again every %d s in the "
-           "background (the process serves its other transports meanwhile)",
-           this->myinfo.identifier, strerror(-err), LISTEN_RETRY_MS / 1000);
-    return 0;
+    gf_msg(this->name, GF_LOG_ERROR, -err, GFR_MSG_LISTEN_FAILED,
+           "cannot listen for RDMA connections on %s: %s", this->myinfo.identifier,
+           strerror(-err));
+    /* rpcsvc counts only -1 and -EADDRINUSE as failures. */
+    return err == -EADDRINUSE ? -EADDRINUSE : -1;
 }
 
 void

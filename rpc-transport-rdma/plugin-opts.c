@@ -239,23 +239,18 @@ is_engine_option(const volume_option_t *opt)
 
 /* A value from the node's file, checked as GlusterFS checks a volfile's
  * (type, range, accepted values) before it is read: 0, or -EINVAL with why
- * naming the file and the line. */
+ * (the caller adds the file and the line). */
 static int
-validate_file_value(struct why *out, const struct gfr_node_conf *node, unsigned line,
-                    const volume_option_t *opt, const char *value)
+validate_file_value(struct why *out, const volume_option_t *opt, const char *value)
 {
     char *err = NULL;
+    int ret = 0;
 
     if (xlator_option_validate(THIS, (char *)opt->key[0], (char *)value,
-                               (volume_option_t *)opt, &err) == 0) {
-        GF_FREE(err);
-        return 0;
-    }
-    snprintf(out->text, out->len, "%s line %u: option %s=%s is not valid: %s",
-             gfr_node_conf_path(node), line, opt->key[0], value,
-             err ? err : "GlusterFS refuses it");
+                               (volume_option_t *)opt, &err) != 0)
+        ret = bad(out, opt->key[0], value, err ? err : "GlusterFS refuses it");
     GF_FREE(err);
-    return -EINVAL;
+    return ret;
 }
 
 int
@@ -264,7 +259,7 @@ gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *
 {
     struct why out = {why, why_len};
     struct gfr_node_conf *node = NULL;
-    char engine_why[160], line_why[256];
+    char engine_why[160], line_why[384];
     int err = 0;
 
     memset(cfg, 0, sizeof(*cfg));
@@ -283,16 +278,16 @@ gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *
         struct why at_line = {line_why, sizeof(line_why)};
         unsigned line = 0;
 
-        if (!value) {
+        if (!value)
             value = gfr_node_conf_value(node, opt, &line);
-            if (value)
-                err = validate_file_value(&out, node, line, opt, value);
-        }
-        if (!value || err)
+        if (!value)
             continue;
-        err = is_engine_option(opt)
-                  ? read_engine_option(line ? &at_line : &out, opt, value, cfg)
-                  : read_plugin_option(line ? &at_line : &out, opt, value, cfg);
+        if (line)
+            err = validate_file_value(&at_line, opt, value);
+        if (!err)
+            err = is_engine_option(opt)
+                      ? read_engine_option(line ? &at_line : &out, opt, value, cfg)
+                      : read_plugin_option(line ? &at_line : &out, opt, value, cfg);
         if (err && line)
             snprintf(why, why_len, "%s line %u: %s", gfr_node_conf_path(node), line,
                      line_why);

@@ -5,8 +5,8 @@
  *
  * init refuses to run under a GlusterFS other than the one rdma.so was
  * built for (gluster-version.h), then only reads the options: a bad one
- * fails the load with a message naming it.  The engine starts with the first listen or connect, so that
- * loading never depends on the fabric.
+ * fails the load with a message naming it.  The engine starts with the
+ * first listen or connect, so that loading never depends on the fabric.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -84,7 +84,7 @@ reconfigure(rpc_transport_t *this, dict_t *dict)
 {
     struct gfr_trans *priv = this->private;
     struct gfr_plugin_cfg cfg;
-    char why[256];
+    char why[512]; /* as init's: the node file's path and line come first */
 
     if (gfr_plugin_cfg_read(dict, GFR_NODE_CONF, &cfg, why, sizeof(why)) != 0) {
         gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);

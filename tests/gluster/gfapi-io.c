@@ -932,10 +932,8 @@ struct side {
     char path[PATH_LEN];
     uint64_t rng;
     double *lat_us;
-    unsigned taken;
     char meta_dir[PATH_LEN];
     double *meta_us;
-    unsigned meta_taken;
 };
 
 static void side_open(struct side *sd, const struct opts *o, const char *dir)
@@ -955,11 +953,38 @@ static void side_open(struct side *sd, const struct opts *o, const char *dir)
     }
 }
 
-static void side_turn(struct side *sd, const struct opts *o, unsigned count)
+/* One side's turn: calls first .. first+count-1 of a run, their latencies
+ * into that side's samples from first on. */
+typedef void (*turn_fn)(struct side *sd, const struct opts *o, enum meta_op op,
+                        unsigned first, unsigned count);
+
+static void read_turn(struct side *sd, const struct opts *o, enum meta_op op,
+                      unsigned first, unsigned count)
 {
+    (void)op;
     timed_random_reads(sd->fd, sd->path, (uint64_t)o->size_mib * MIB, &sd->rng,
-                       count, sd->lat_us + sd->taken);
-    sd->taken += count;
+                       count, sd->lat_us + first);
+}
+
+static void metadata_turn(struct side *sd, const struct opts *o, enum meta_op op,
+                          unsigned first, unsigned count)
+{
+    (void)o;
+    timed_metadata(sd->fs, sd->meta_dir, op, first, count, sd->meta_us + first);
+}
+
+/* total calls on each side in turns of `block`, the first side alternating,
+ * so that both see the same moments of a noisy machine. */
+static void take_turns(struct side *sides, const struct opts *o, turn_fn fn,
+                       enum meta_op op, unsigned total)
+{
+    unsigned count;
+
+    for (unsigned first = 0, turn = 0; first < total; first += count, turn++) {
+        count = total - first < o->block ? total - first : o->block;
+        fn(&sides[turn & 1], o, op, first, count);
+        fn(&sides[!(turn & 1)], o, op, first, count);
+    }
 }
 
 static void side_close(struct side *sd, const struct opts *o)
@@ -967,7 +992,7 @@ static void side_close(struct side *sd, const struct opts *o)
     char prefix[PATH_LEN];
 
     mkpath(prefix, "%s.read4k_turns", sd->volname);
-    result_latency(sd->lat_us, sd->taken, prefix);
+    result_latency(sd->lat_us, o->reads, prefix);
     close_file(sd->fd, sd->path);
     unlink_file(sd->fs, sd->path);
     free(sd->lat_us);
@@ -978,29 +1003,14 @@ static void side_close(struct side *sd, const struct opts *o)
     volume_unmount(sd->fs, o);
 }
 
-/* op on each side's `files` files in turns of `block` calls, the first side
- * alternating (as the reads), then each side's latencies as
+/* op on each side's `files` files in turns, then each side's latencies as
  * VOLNAME.OP_turns_p50_us and _p99_us.  Creates come first, unlinks last,
  * so every call finds the files the previous op left. */
 static void pair_metadata(struct side *sides, const struct opts *o, enum meta_op op)
 {
     char prefix[PATH_LEN];
 
-    for (int i = 0; i < 2; i++)
-        sides[i].meta_taken = 0;
-    for (unsigned turn = 0; sides[1].meta_taken < o->files; turn++) {
-        unsigned count = o->files - sides[0].meta_taken;
-
-        if (count > o->block)
-            count = o->block;
-        for (int k = 0; k < 2; k++) {
-            struct side *sd = &sides[(turn + k) & 1];
-
-            timed_metadata(sd->fs, sd->meta_dir, op, sd->meta_taken, count,
-                           sd->meta_us + sd->meta_taken);
-            sd->meta_taken += count;
-        }
-    }
+    take_turns(sides, o, metadata_turn, op, o->files);
     for (int i = 0; i < 2; i++) {
         mkpath(prefix, "%s.%s_turns", sides[i].volname, meta_op_name[op]);
         result_latency(sides[i].meta_us, o->files, prefix);
@@ -1022,14 +1032,7 @@ static int run_pair(glfs_t *fs, const struct opts *o, const char *dir)
     make_dir(sides[1].fs, dir, true);
     for (int i = 0; i < 2; i++)
         side_open(&sides[i], o, dir);
-    for (unsigned turn = 0; sides[1].taken < o->reads; turn++) {
-        unsigned count = o->reads - sides[0].taken;
-
-        if (count > o->block)
-            count = o->block;
-        side_turn(&sides[turn & 1], o, count);
-        side_turn(&sides[!(turn & 1)], o, count);
-    }
+    take_turns(sides, o, read_turn, META_OPS /* no metadata op */, o->reads);
     for (enum meta_op op = 0; o->files && op < META_OPS; op++)
         pair_metadata(sides, o, op);
     for (int i = 0; i < 2; i++)
