@@ -552,17 +552,19 @@ run_window(const struct gfr_rdma_opts *opts, int json)
     return 0;
 }
 
+/* The usage text on OUT; returns STATUS, for main to return. */
 static int
-usage(void)
+usage(FILE *out, int status)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: gfr-perf server ADDR PORT [-o k=v]...      (-j: --json)\n"
             "       gfr-perf lat  ADDR PORT BIND [-s SIZE] [-n ITERS] [-j] [-o k=v]...\n"
             "       gfr-perf bw   ADDR PORT BIND [-s SIZE] [-w WINDOW] [-n COUNT] [-R] [-j]"
             " [-o k=v]...\n"
             "       gfr-perf rate ADDR PORT BIND [-c CONNS] [-d DEPTH] [-s SIZE] [-n OPS] [-j]"
-            " [-o k=v]...\n");
-    return 2;
+            " [-o k=v]...\n"
+            "       gfr-perf -h|--help\n");
+    return status;
 }
 
 int
@@ -580,10 +582,12 @@ main(int argc, char **argv)
     int opt;
     int rc;
 
-    static const struct option long_opts[] = {{"json", no_argument, NULL, 'j'}, {0}};
+    static const struct option long_opts[] = {{"json", no_argument, NULL, 'j'},
+                                                {"help", no_argument, NULL, 'h'},
+                                                {0}};
 
     gfr_rdma_opts_init(&opts);
-    while ((opt = getopt_long(argc, argv, "s:n:w:c:d:Rjo:", long_opts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "hs:n:w:c:d:Rjo:", long_opts, NULL)) != -1) {
         char why[160];
         char *eq;
 
@@ -595,10 +599,11 @@ main(int argc, char **argv)
         case 'c': conns = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'R': g.reverse = 1; break;
         case 'j': json = 1; break;
+        case 'h': return usage(stdout, 0);
         case 'o':
             eq = strchr(optarg, '=');
             if (!eq)
-                return usage();
+                return usage(stderr, 2);
             *eq = 0;
             if (gfr_rdma_opts_set(&opts, optarg, eq + 1, why, sizeof(why)) != 0) {
                 fprintf(stderr, "gfr-perf: %s\n", why);
@@ -606,19 +611,19 @@ main(int argc, char **argv)
             }
             break;
         default:
-            return usage();
+            return usage(stderr, 2);
         }
     }
     if (argc - optind < 3)
-        return usage();
+        return usage(stderr, 2);
     mode = argv[optind];
     if (strcmp(mode, "server") != 0) {
         if (argc - optind < 4 || conns == 0 || conns > MAX_CONNS)
-            return usage();
+            return usage(stderr, 2);
         g.mode = strcmp(mode, "lat") == 0 ? 'l' : strcmp(mode, "bw") == 0 ? 'b'
                : strcmp(mode, "rate") == 0 ? 'r' : 0;
         if (!g.mode || (g.mode != 'r' && conns != 1))
-            return usage();
+            return usage(stderr, 2);
         g.size = size ? size : g.mode == 'b' ? 1 << 20 : 64;
         g.target = n ? n : g.mode == 'l' ? 1000 : g.mode == 'b' ? 200 : 100000;
         if (!g.window)
