@@ -128,6 +128,8 @@ struct gfr_pool_opts {
 
 struct gfr_pool_stats {
     uint64_t submitted;
+    /* Both raised after the callback returns: a job's effects can be
+     * seen a moment before it is counted here. */
     uint64_t executed;  /* callbacks run with status 0 */
     uint64_t cancelled; /* callbacks run with -ECANCELED */
     uint64_t queued;    /* submitted, not yet started */
