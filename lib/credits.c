@@ -45,6 +45,14 @@ gfr_credits_take_data(struct gfr_credits *credits)
     return announce(credits);
 }
 
+void
+gfr_credits_untake(struct gfr_credits *credits, uint16_t grant)
+{
+    credits->send_avail++;
+    credits->pending_grant += grant;
+    credits->peer_avail -= grant;
+}
+
 bool
 gfr_credits_need_update(const struct gfr_credits *credits)
 {

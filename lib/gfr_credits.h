@@ -29,6 +29,10 @@ bool gfr_credits_can_send_data(const struct gfr_credits *credits);
  * header.  Only after gfr_credits_can_send_data said yes. */
 uint16_t gfr_credits_take_data(struct gfr_credits *credits);
 
+/* A message that took a credit and carried grant was never sent (its post
+ * failed): the credit and the grant are as they were before. */
+void gfr_credits_untake(struct gfr_credits *credits, uint16_t grant);
+
 /* Should a CREDIT message go out now (the peer is down to its reserved
  * credit, or half the window waits to be announced)? */
 bool gfr_credits_need_update(const struct gfr_credits *credits);

@@ -49,8 +49,11 @@ gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
  * Moves the QP to error without conn->lock first: a thread looping in
  * rxe's post (see above) holds that lock until the QP stops transmitting.
  * The CM thread may: finalisation, which destroys the QP, runs on it too,
- * and verbs calls are thread-safe.  Then the connection fails as usual,
- * under its lock.  1 when this ended it, 0 when it was ending already.
+ * and verbs calls are thread-safe.  The fault is recorded first, so that a
+ * poller that sees the QP's flushed completions before this takes the
+ * lock ends the connection with this reason, not as an orderly
+ * disconnect.  Then the connection fails as usual, under its lock.  1 when
+ * this ended it, 0 when it was ending already.
  */
 static int
 end_conn(struct gfr_rdma_conn *conn, int reason)
@@ -58,6 +61,7 @@ end_conn(struct gfr_rdma_conn *conn, int reason)
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
     int ended;
 
+    gfr_rdma_conn_fault(conn, reason);
     if (conn->qp)
         ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
     pthread_mutex_lock(&conn->lock);

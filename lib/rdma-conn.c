@@ -179,39 +179,55 @@ setup_own_receives(struct gfr_rdma_conn *conn)
     return 0;
 }
 
-static int
-create_qp(struct gfr_rdma_conn *conn)
+/* How far the inline size asked of a QP steps down each time the
+ * provider refuses it (siw takes 80 bytes, rxe 256, mlx5 about 220). */
+#define INLINE_STEP 16
+
+/*
+ * Creates the connection's RC QP on its poller's CQ.  Inline data is asked
+ * for at the device's starting size (dev->max_inline) and stepped down by
+ * INLINE_STEP while the provider refuses the size (EINVAL), down to none;
+ * any other error fails at once, and what one QP was refused lowers
+ * nothing for the device's other QPs.  conn->max_inline is what the
+ * provider granted.  The ACK timeout is an InfiniBand transport attribute
+ * that iWARP has no use for: set only elsewhere.  CM thread; -errno.
+ */
+int
+gfr_rdma_conn_create_qp(struct gfr_rdma_conn *conn)
 {
     struct ibv_qp_init_attr attr;
     uint8_t timeout = conn->engine->opts.qp_timeout;
+    uint32_t want = conn->dev->max_inline;
     int err;
 
-    memset(&attr, 0, sizeof(attr));
-    attr.send_cq = conn->poller->cq;
-    attr.recv_cq = conn->poller->cq;
-    attr.srq = conn->dev->srq ? conn->dev->srq->srq : NULL;
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, drain, keepalive */
-    attr.cap.max_recv_wr = attr.srq ? 0 : conn->nrecv;
-    attr.cap.max_send_sge = 1;
-    attr.cap.max_recv_sge = 1;
-    attr.cap.max_inline_data = conn->dev->max_inline;
-    if (rdma_create_qp(conn->id, conn->dev->pd, &attr) != 0) {
-        int first = errno;
-
-        /* Some providers refuse inline data: retry without it. */
-        attr.cap.max_inline_data = 0;
-        if (rdma_create_qp(conn->id, conn->dev->pd, &attr) != 0) {
-            err = -errno;
-            gfr_rdma_conn_log(conn, "%s: rdma_create_qp failed: %s (with %u bytes of inline data: "
-                              "%s)", ibv_get_device_name(conn->id->verbs->device),
-                              strerror(-err), conn->dev->max_inline, strerror(first));
+    for (;;) {
+        memset(&attr, 0, sizeof(attr));
+        attr.send_cq = conn->poller->cq;
+        attr.recv_cq = conn->poller->cq;
+        attr.srq = conn->dev->srq ? conn->dev->srq->srq : NULL;
+        attr.qp_context = conn; /* whose QP a stuck post blames (rdma-device.c) */
+        attr.qp_type = IBV_QPT_RC;
+        attr.cap.max_send_wr = conn->sq_size; /* SENDs, READs/WRITEs, drain, keepalive */
+        attr.cap.max_recv_wr = attr.srq ? 0 : conn->nrecv;
+        attr.cap.max_send_sge = 1;
+        attr.cap.max_recv_sge = 1;
+        attr.cap.max_inline_data = want;
+        if (rdma_create_qp(conn->id, conn->dev->pd, &attr) == 0)
+            break;
+        err = -errno;
+        if (err != -EINVAL || want == 0) {
+            gfr_rdma_conn_log(conn, "%s: rdma_create_qp failed: %s (with %u bytes of inline "
+                              "data, %u send and %u receive work requests)",
+                              ibv_get_device_name(conn->id->verbs->device), strerror(-err),
+                              want, attr.cap.max_send_wr, attr.cap.max_recv_wr);
             return err;
         }
+        want = want > INLINE_STEP ? want - INLINE_STEP : 0;
     }
     conn->qp = conn->id->qp;
-    conn->dev->max_inline = attr.cap.max_inline_data;
-    if (rdma_set_option(conn->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
+    conn->max_inline = attr.cap.max_inline_data;
+    if (!conn->dev->iwarp &&
+        rdma_set_option(conn->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &timeout,
                         sizeof(timeout)) != 0)
         gfr_rdma_conn_log(conn, "cannot set qp-timeout=%u: %s; the CM's default stands", timeout,
                           strerror(errno));
@@ -252,7 +268,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
         err = setup_own_receives(conn);
     }
     if (!err)
-        err = create_qp(conn);
+        err = gfr_rdma_conn_create_qp(conn);
     if (err)
         return err;
 
@@ -289,13 +305,21 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
 {
     struct gfr_cm_params local;
 
+    uint32_t received;
+
     gfr_rdma_conn_local_params(conn->engine, &local);
     pthread_mutex_lock(&conn->lock);
     gfr_cm_negotiate(&local, peer, &conn->agreed);
     conn->limits.max_msg = conn->agreed.max_msg;
     conn->limits.max_segs = conn->agreed.max_segs;
+    /* Both sides start with the agreed window.  The peer may already have
+     * spent some of its own on messages that came before this event was
+     * handled (counted against our local window, which is no smaller). */
+    received = conn->credits.window - conn->credits.peer_avail;
     conn->credits.window = conn->agreed.credits;
     conn->credits.send_avail = conn->agreed.credits;
+    conn->credits.peer_avail = received < conn->agreed.credits
+                                   ? conn->agreed.credits - received : 0;
     pthread_mutex_unlock(&conn->lock);
     return 0;
 }

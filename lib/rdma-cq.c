@@ -52,6 +52,26 @@ log_failed_wr(struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx,
                           ibv_wc_status_str(wc->status), wc->vendor_err);
 }
 
+/*
+ * Did a successful receive completion deliver a SEND?  Anything else that
+ * consumes a receive (an RDMA WRITE with immediate data) leaves the
+ * buffer's old bytes in place, which must not be read as a message: this
+ * protocol never uses immediate data, so such a peer is broken or
+ * hostile, and its connection ends.
+ */
+static int
+received_a_send(struct gfr_rdma_conn *conn, const struct ibv_wc *wc)
+{
+    if (wc->opcode == IBV_WC_RECV)
+        return 1;
+    gfr_rdma_conn_log(conn, "a receive completed with opcode %d (%s), not a SEND: the peer "
+                      "broke the protocol; disconnecting", wc->opcode,
+                      wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ? "RDMA WRITE with immediate"
+                                                               : "unexpected");
+    gfr_rdma_conn_fail(conn, -EPROTO);
+    return 0;
+}
+
 /* A completion of a buffer of the device's SRQ: find the connection by QP
  * number; a connection that is gone only gets the buffer back. */
 static void
@@ -66,8 +86,10 @@ srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *w
         gfr_rdma_srq_post(dev, rb);
         return;
     }
-    if (wc->status == IBV_WC_SUCCESS) {
+    if (wc->status == IBV_WC_SUCCESS && received_a_send(conn, wc)) {
         gfr_rdma_rx_handle(conn, rb->addr, 0, rb, wc);
+    } else if (wc->status == IBV_WC_SUCCESS) {
+        gfr_rdma_srq_post(dev, rb);
     } else {
         if (wc->status == IBV_WC_WR_FLUSH_ERR)
             log_unexpected_flush(conn);
@@ -101,7 +123,7 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
     }
     switch (ctx->kind) {
     case GFR_WR_RECV:
-        if (ok)
+        if (ok && received_a_send(conn, wc))
             gfr_rdma_rx_handle(conn, conn->recv_buf +
                                   (size_t)ctx->slot * conn->engine->opts.inline_max,
                         ctx->slot, NULL, wc);

@@ -137,6 +137,8 @@ gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns)
             uatomic_read(&dev->posting_since_ns) != since || dev->stuck_post_ended == since)
             continue;
         dev->stuck_post_ended = since;
+        if (qp->qp_context) /* its connection (rdma-conn.c's create_qp) */
+            gfr_rdma_conn_fault(qp->qp_context, -ETIMEDOUT);
         gfr_rdma_log("%s: ibv_post_send on QP %u has not returned for %llu ms (the provider "
                      "loops in its send path: see docs/softroce.md): moving the QP to the "
                      "error state", ibv_get_device_name(dev->verbs->device), qp->qp_num,
@@ -186,6 +188,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     }
     cq_size = attr.max_cqe < CQ_ENTRIES_WANTED ? attr.max_cqe : CQ_ENTRIES_WANTED;
     dev->max_inline = 256;
+    dev->iwarp = verbs->device->transport_type == IBV_TRANSPORT_IWARP;
     dev->max_rd_atom = attr.max_qp_rd_atom > 255 ? 255 : (uint32_t)attr.max_qp_rd_atom;
     dev->max_init_rd_atom = attr.max_qp_init_rd_atom > 255
                                 ? 255 : (uint32_t)attr.max_qp_init_rd_atom;

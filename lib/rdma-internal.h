@@ -24,6 +24,7 @@
 #include <rdma/rdma_cma.h>
 #include <urcu/list.h>
 #include <urcu/rculfhash.h>
+#include <urcu/uatomic.h>
 #include <urcu/wfcqueue.h>
 
 #include "gfr_cm_private.h"
@@ -199,7 +200,11 @@ struct gfr_rdma_dev {
     struct gfr_rdma *engine;
     struct ibv_context *verbs;
     struct ibv_pd *pd;
-    uint32_t max_inline;
+    uint32_t max_inline;       /* inline bytes a new QP asks for first */
+    /* iWARP (transport_type): no RNR, READ sinks need remote write, posts
+     * on a QP in error fail or never complete, IB attributes ignored
+     * (docs/providers.md). */
+    int iwarp;
     uint32_t max_rd_atom;      /* RDMA READs a QP answers at once */
     uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
     unsigned npollers;
@@ -412,6 +417,7 @@ struct gfr_rdma_conn {
     unsigned sbuf_nfree[GFR_SBUF_KINDS][GFR_BUF_CLASSES];
     int sbuf_drained; /* the end: buffers given back now are freed */
 
+    uint32_t max_inline; /* inline bytes its QP takes (the provider's grant) */
     uint32_t nrecv;      /* receive buffers (local credits) */
     uint32_t nsend;      /* send slots */
     uint8_t *recv_buf;
@@ -439,6 +445,11 @@ struct gfr_rdma_conn {
     unsigned long outstanding;
     int cm_done;      /* no CM event will come any more */
     int reason;       /* for disconnected */
+    /* A fault recorded before the QP was moved to the error state behind
+     * conn->lock's back (rdma-async.c, rdma-device.c): the reason a flush
+     * that follows carries, in place of an orderly 0.  uatomic; the first
+     * fault sticks. */
+    int fault;
     int was_connected; /* ESTABLISHED seen: written by the CM thread under
                         * lock, read under lock or on the CM thread */
     uint64_t connect_deadline_ns; /* CONNECTING longer than this: given up (CM thread) */
@@ -580,6 +591,44 @@ struct gfr_rdma {
 };
 
 /*
+ * Two atomic steps on a connection's own fields, inline here so that any
+ * layer may take them (they call nothing):
+ *
+ * gfr_rdma_conn_tryget takes a reference (conn->outstanding) unless the
+ * last one is gone already (the connection is queued for reaping, or
+ * reaped): 1 when taken.  For a thread that reaches the connection
+ * without a reference of its own (an SRQ completion, a submitter).  A
+ * cmpxchg loop, lock-free, any thread.
+ *
+ * gfr_rdma_conn_fault records reason as the connection's fault before its
+ * QP is moved to the error state without conn->lock, so that a flush seen
+ * first ends it with that reason (gfr_rdma_conn_fail_locked).  The first
+ * fault sticks; the cmpxchg's full barrier orders it before the caller's
+ * ibv_modify_qp.  Any thread.
+ */
+static inline int
+gfr_rdma_conn_tryget(struct gfr_rdma_conn *conn)
+{
+    unsigned long refs = uatomic_read(&conn->outstanding);
+
+    while (refs) {
+        unsigned long seen = uatomic_cmpxchg(&conn->outstanding, refs, refs + 1);
+
+        if (seen == refs)
+            return 1;
+        refs = seen;
+    }
+    return 0;
+}
+
+static inline void
+gfr_rdma_conn_fault(struct gfr_rdma_conn *conn, int reason)
+{
+    if (reason)
+        uatomic_cmpxchg(&conn->fault, 0, reason);
+}
+
+/*
  * The engine's files, lowest first (tests/layering/layers): a file calls
  * only the files above it in this list, and upward only through the
  * callbacks above (on_wc, a transfer's finished, the pool's jobs, the
@@ -699,10 +748,10 @@ int gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *
                          const struct gfr_wire_seg *read, const struct gfr_wire_seg *write,
                          const struct iovec *iov, unsigned iovcnt,
                          struct gfr_rdma_offer *offer);
-struct gfr_rdma_pending *gfr_rdma_encode(const struct gfr_wire_hdr *hdr,
-                                         const struct gfr_wire_seg *read,
-                                         const struct gfr_wire_seg *write,
-                                         const struct iovec *iov, unsigned iovcnt);
+int gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
+                    const struct gfr_wire_seg *write, const struct iovec *iov, unsigned iovcnt,
+                    size_t cap, struct gfr_rdma_pending **pp);
+size_t gfr_rdma_send_cap(const struct gfr_rdma_conn *conn);
 void gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p);
 void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
 void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
@@ -740,6 +789,7 @@ void gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
 /* rdma-conn.c: a connection's setup, keepalives and end */
 struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
 int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
+int gfr_rdma_conn_create_qp(struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,

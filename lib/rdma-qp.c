@@ -174,7 +174,8 @@ gfr_rdma_conn_state(const struct gfr_rdma_conn *conn)
 }
 
 /*
- * Ends the connection with reason (0: orderly).  The first reason sticks;
+ * Ends the connection with reason (0: orderly, unless a fault was recorded
+ * first: gfr_rdma_conn_fault).  The first reason sticks;
  * the disconnected callback comes from the CM thread once everything has
  * flushed.  Caller holds conn->lock (finalize clears id and qp under it).
  *
@@ -188,7 +189,7 @@ gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
 {
     if (conn->state != GFR_CONN_DISCONNECTING) {
         gfr_rdma_conn_set_state_locked(conn, GFR_CONN_DISCONNECTING);
-        conn->reason = reason;
+        conn->reason = reason ? reason : uatomic_read(&conn->fault);
         uatomic_set(&conn->disconnect_deadline_ns,
                     gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));
         if (conn->id && conn->was_connected)

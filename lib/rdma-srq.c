@@ -222,17 +222,9 @@ gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t qp_num)
     node = cds_lfht_iter_get_node(&iter);
     if (node) {
         struct gfr_rdma_conn *c = caa_container_of(node, struct gfr_rdma_conn, srq_node);
-        unsigned long refs = uatomic_read(&c->outstanding);
 
-        while (refs) {
-            unsigned long seen = uatomic_cmpxchg(&c->outstanding, refs, refs + 1);
-
-            if (seen == refs) {
-                conn = c;
-                break;
-            }
-            refs = seen;
-        }
+        if (gfr_rdma_conn_tryget(c))
+            conn = c;
     }
     urcu_memb_read_unlock();
     return conn;

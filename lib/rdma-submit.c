@@ -231,13 +231,20 @@ prepare(struct gfr_rdma_conn *conn, struct submission *s, uint32_t inline_max,
         uint16_t max_segs)
 {
     const struct gfr_rdma_msg *msg = s->msg;
-    size_t room;
+    size_t lists, room;
     int err;
 
     err = offer_reply_buffers(conn, s);
     if (err)
         return err;
-    room = inline_max - gfr_wire_hdr_len(0, s->n_write);
+    lists = gfr_wire_hdr_len(0, s->n_write);
+    if (lists > inline_max) {
+        gfr_rdma_conn_log(conn, "a message offering %u reply buffers needs a %zu-byte header, "
+                          "more than the %u bytes a message may have inline: refused",
+                          s->n_write, lists, inline_max);
+        return -EMSGSIZE;
+    }
+    room = inline_max - lists;
     if (s->head_len + s->bulk_len <= room) {
         s->layout = LAYOUT_INLINE;
         return 0;
@@ -249,12 +256,17 @@ prepare(struct gfr_rdma_conn *conn, struct submission *s, uint32_t inline_max,
                                GFR_WIRE_MAX_SEGS, 1);
     }
     s->offer->waits |= GFR_OFFER_DONE;
-    conn->stats.bulk_offered++;
     if (s->head_len + gfr_wire_hdr_len(1, s->n_write) <= inline_max) {
+        /* As many read segments as the agreement allows and the header,
+         * with the head behind it, still fits inline: more pieces than
+         * that are offered as one copy. */
+        size_t fit = (room - s->head_len) / GFR_WIRE_SEG_SIZE;
         unsigned segs = (unsigned)max_segs - s->n_write;
 
         if (segs > GFR_WIRE_MAX_SEGS)
             segs = GFR_WIRE_MAX_SEGS;
+        if (segs > fit)
+            segs = (unsigned)fit;
         s->layout = LAYOUT_READ_LIST;
         return register_pieces(conn, s, msg->bulk, msg->bulk_cnt, s->bulk_len, segs, 0);
     }
@@ -361,12 +373,14 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
         struct gfr_rdma_pending *reply;
 
         hdr.written = (uint32_t)s->bulk_len;
-        reply = gfr_rdma_encode(&hdr, NULL, NULL, iov, n);
-        err = reply ? push_start_locked(conn, s, reply) : -ENOMEM;
-        if (err)
-            free(reply);
-        else
-            conn->stats.bulk_pushed += s->bulk_len;
+        err = gfr_rdma_encode(&hdr, NULL, NULL, iov, n, gfr_rdma_send_cap(conn), &reply);
+        if (!err) {
+            err = push_start_locked(conn, s, reply);
+            if (err)
+                free(reply);
+            else
+                conn->stats.bulk_pushed += s->bulk_len;
+        }
     } else {
         err = gfr_rdma_send_locked(conn, &hdr, s->read, s->write, iov, n, s->offer);
     }
@@ -414,6 +428,7 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
     struct submission s = {.msg = msg};
     uint32_t inline_max;
     uint16_t max_segs;
+    int held = 0;
     int err;
 
     if (!conn || !msg || (msg->head_cnt && !msg->head) || (msg->bulk_cnt && !msg->bulk) ||
@@ -439,6 +454,12 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         free(s.wl);
         return err;
     }
+    /* What follows registers memory on the device's PD without
+     * conn->lock: a reference keeps the connection, and with it the
+     * device and its PD, from being finalized meanwhile (a DEVICE_REMOVAL
+     * frees them once the last connection on the device is gone). */
+    if (!err && !(held = gfr_rdma_conn_tryget(conn)))
+        err = -ENOTCONN;
     pthread_mutex_unlock(&conn->lock);
     if (err)
         goto out;
@@ -479,6 +500,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
         } else {
             await_reply_locked(conn, msg);
             conn->stats.staged_bytes += s.staged_bytes;
+            if (s.offer->waits & GFR_OFFER_DONE)
+                conn->stats.bulk_offered++;
         }
     }
     pthread_mutex_unlock(&conn->lock);
@@ -489,6 +512,8 @@ out:
         s.offer->done = NULL; /* never called for a failed submission */
         gfr_rdma_offer_abandon(conn, s.offer, err);
     }
+    if (held) /* after the abandoned offer's deregistrations */
+        gfr_rdma_conn_put(conn);
     return err;
 }
 

@@ -56,26 +56,46 @@ gfr_rdma_iov_total(const struct iovec *iov, unsigned n)
 }
 
 /*
- * Encodes a message into a pending entry (malloc'd; the caller owns it).
- * Returns NULL without memory or when it does not encode.
+ * The most a SEND of conn may carry: what the peer agreed to receive, and
+ * never more than a send slot holds (slots are spaced by our own
+ * inline-max, which the agreement cannot exceed, but a connection's
+ * agreement is not this function's to trust).  Caller holds conn->lock.
  */
-struct gfr_rdma_pending *
+size_t
+gfr_rdma_send_cap(const struct gfr_rdma_conn *conn)
+{
+    uint32_t agreed = conn->agreed.inline_max;
+    uint32_t slot = conn->engine->opts.inline_max;
+
+    return agreed && agreed < slot ? agreed : slot;
+}
+
+/*
+ * Encodes a message into a pending entry (malloc'd; *pp, the caller owns
+ * it) of at most cap bytes.  0, -EMSGSIZE (larger than cap: nothing is
+ * allocated) or -ENOMEM.  No lock needed.
+ */
+int
 gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
                 const struct gfr_wire_seg *write, const struct iovec *iov,
-                unsigned iovcnt)
+                unsigned iovcnt, size_t cap, struct gfr_rdma_pending **pp)
 {
     size_t len = gfr_wire_hdr_len(hdr->n_read, hdr->n_write) + gfr_rdma_iov_total(iov, iovcnt);
-    struct gfr_rdma_pending *p = malloc(sizeof(*p) + len);
+    struct gfr_rdma_pending *p;
 
+    if (len > cap)
+        return -EMSGSIZE;
+    p = malloc(sizeof(*p) + len);
     if (!p)
-        return NULL;
+        return -ENOMEM;
     p->offer = NULL;
     if (encode_into(hdr, read, write, iov, iovcnt, p->data, len) != (ssize_t)len) {
         free(p);
-        return NULL;
+        return -EMSGSIZE;
     }
     p->len = len;
-    return p;
+    *pp = p;
+    return 0;
 }
 
 /*
@@ -84,7 +104,10 @@ gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
  * when half the slots have gone unsignaled (so slots come back while the
  * peer keeps the queue busy); the others are retired by a later
  * completion.  Caller holds conn->lock, has taken the slot and the credit.
- * 0 or a negative errno (the slot is free again then).
+ * 0 or a negative errno: the post failed, and the slot, the credit and the
+ * grant are given back (so the accounting stays exact for whatever still
+ * looks at it) and the connection ends, since a QP that refuses a post
+ * takes no further one.
  */
 static int
 post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t grant,
@@ -109,14 +132,16 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     } else {
         conn->unsignaled++;
     }
-    if (len <= conn->dev->max_inline)
+    if (len <= conn->max_inline)
         wr.send_flags |= IBV_SEND_INLINE;
     ctx->offer = offer;
     err = gfr_rdma_qp_post_locked(conn, ctx, &wr);
     if (err) {
         ctx->offer = NULL;
         conn->free_slots[conn->nfree++] = slot;
-        gfr_rdma_conn_log(conn, "ibv_post_send failed: %s", strerror(err));
+        gfr_credits_untake(&conn->credits, grant);
+        gfr_rdma_conn_log(conn, "ibv_post_send failed: %s; disconnecting", strerror(err));
+        gfr_rdma_conn_fail_locked(conn, -EIO);
         return -err;
     }
     gfr_rdma_trace_posted_locked(conn, ctx, buf);
@@ -138,8 +163,8 @@ can_send_data_locked(struct gfr_rdma_conn *conn)
 /*
  * Sends what waits for credits or slots, in order, then a CREDIT message
  * if one is due.  A failing post leaves the message queued and ends the
- * connection (the end of the connection releases the queue).  Caller holds
- * conn->lock.
+ * connection (post_slot_locked; the end of the connection releases the
+ * queue).  Caller holds conn->lock.
  */
 void
 gfr_rdma_flush_locked(struct gfr_rdma_conn *conn)
@@ -152,10 +177,8 @@ gfr_rdma_flush_locked(struct gfr_rdma_conn *conn)
 
         memcpy(slot_buf(conn, slot), p->data, p->len);
         if (post_slot_locked(conn, slot, p->len, gfr_credits_take_data(&conn->credits),
-                             p->offer) != 0) {
-            gfr_rdma_conn_fail_locked(conn, -EIO);
+                             p->offer) != 0)
             return;
-        }
         cds_list_del(&p->link);
         free(p);
     }
@@ -165,9 +188,8 @@ gfr_rdma_flush_locked(struct gfr_rdma_conn *conn)
         uint32_t slot = conn->free_slots[--conn->nfree];
 
         gfr_wire_encode(&hdr, NULL, NULL, slot_buf(conn, slot), GFR_WIRE_HDR_SIZE);
-        if (post_slot_locked(conn, slot, GFR_WIRE_HDR_SIZE,
-                             gfr_credits_take_update(&conn->credits), NULL) != 0)
-            gfr_rdma_conn_fail_locked(conn, -EIO);
+        post_slot_locked(conn, slot, GFR_WIRE_HDR_SIZE, gfr_credits_take_update(&conn->credits),
+                         NULL);
     }
 }
 
@@ -193,7 +215,9 @@ gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p)
  * Sends a data message now if a slot and a credit allow and nothing waits
  * before it, else queues an encoded copy.  Either way the message carries
  * one part of offer (may be NULL) until its SEND completes.  Caller holds
- * conn->lock.  0, -ENOMEM, or the post's error.
+ * conn->lock.  0, -EMSGSIZE (larger than the peer agreed to receive, or
+ * than a send slot), -ENOMEM, or the post's error (which has ended the
+ * connection).
  */
 int
 gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
@@ -202,11 +226,12 @@ gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
                      struct gfr_rdma_offer *offer)
 {
     struct gfr_rdma_pending *p;
+    int err;
 
     if (can_send_data_locked(conn)) {
         uint32_t slot = conn->free_slots[--conn->nfree];
         ssize_t len = encode_into(hdr, read, write, iov, iovcnt, slot_buf(conn, slot),
-                                  conn->agreed.inline_max);
+                                  gfr_rdma_send_cap(conn));
 
         if (len < 0) {
             conn->free_slots[conn->nfree++] = slot;
@@ -215,9 +240,11 @@ gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
         return post_slot_locked(conn, slot, (size_t)len,
                                 gfr_credits_take_data(&conn->credits), offer);
     }
-    p = gfr_rdma_encode(hdr, read, write, iov, iovcnt);
-    if (!p)
-        return -ENOMEM;
+    /* The same cap as a message sent at once: whether a credit was free
+     * must not decide whether a message fits. */
+    err = gfr_rdma_encode(hdr, read, write, iov, iovcnt, gfr_rdma_send_cap(conn), &p);
+    if (err)
+        return err;
     p->offer = offer;
     gfr_rdma_queue_locked(conn, p);
     return 0;

@@ -64,6 +64,25 @@ test_grants_ride_on_data(void **state)
     assert_int_equal(gfr_credits_take_data(&c), 0);
 }
 
+/* A message that took a credit and a grant but was never posted gives both
+ * back: the next message carries the grant, and the credit is spendable. */
+static void
+test_an_unsent_message_gives_back_credit_and_grant(void **state)
+{
+    struct gfr_credits c, before;
+
+    (void)state;
+    assert_int_equal(gfr_credits_init(&c, 8), 0);
+    assert_int_equal(gfr_credits_on_receive(&c, 0), 0);
+    gfr_credits_on_repost(&c, 1);
+    before = c;
+    gfr_credits_untake(&c, gfr_credits_take_data(&c));
+    assert_int_equal(c.send_avail, before.send_avail);
+    assert_int_equal(c.peer_avail, before.peer_avail);
+    assert_int_equal(c.pending_grant, before.pending_grant);
+    assert_int_equal(gfr_credits_take_data(&c), 1);
+}
+
 static void
 test_peer_violations(void **state)
 {
@@ -259,6 +278,7 @@ main(void)
         cmocka_unit_test(test_init_refuses_small_windows),
         cmocka_unit_test(test_last_credit_is_reserved_for_updates),
         cmocka_unit_test(test_grants_ride_on_data),
+        cmocka_unit_test(test_an_unsent_message_gives_back_credit_and_grant),
         cmocka_unit_test(test_peer_violations),
         cmocka_unit_test(test_withheld_grant_stops_the_peer_until_released),
         cmocka_unit_test(test_two_peers_never_overrun_and_never_stall),

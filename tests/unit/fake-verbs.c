@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Verbs stubbed for the engine's host unit tests: fake-verbs.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <rdma/rdma_cma.h>
 
 #include "fake-verbs.h"
 
@@ -38,14 +41,58 @@ fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_
     return 0;
 }
 
+static int
+fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    (void)qp;
+    (void)wr;
+    (void)bad;
+    fake_verbs.recv_posts++;
+    return 0;
+}
+
 void
 fake_verbs_reset(void)
 {
     memset(&fake_verbs, 0, sizeof(fake_verbs));
+    fake_device.transport_type = IBV_TRANSPORT_IB;
     fake_ctx.device = &fake_device;
     fake_ctx.ops.post_send = fake_post_send;
+    fake_ctx.ops.post_recv = fake_post_recv;
     fake_ctx.ops.post_srq_recv = fake_post_srq_recv;
     fake_qp.context = &fake_ctx;
+}
+
+int
+rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+    unsigned i = fake_verbs.create_qp_calls++;
+
+    (void)pd;
+    if (i < sizeof(fake_verbs.create_qp_inline) / sizeof(fake_verbs.create_qp_inline[0]))
+        fake_verbs.create_qp_inline[i] = attr->cap.max_inline_data;
+    if (fake_verbs.create_qp_errno) {
+        errno = fake_verbs.create_qp_errno;
+        return -1;
+    }
+    if (fake_verbs.qp_inline_limit && attr->cap.max_inline_data > fake_verbs.qp_inline_limit) {
+        errno = EINVAL;
+        return -1;
+    }
+    fake_qp.qp_context = attr->qp_context;
+    id->qp = &fake_qp;
+    return 0;
+}
+
+int
+rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
+{
+    (void)id;
+    (void)optval;
+    (void)optlen;
+    if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_ACK_TIMEOUT)
+        fake_verbs.ack_timeouts_set++;
+    return 0;
 }
 
 int
@@ -60,8 +107,15 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 
 struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-    struct ibv_mr *mr = calloc(1, sizeof(*mr));
+    struct ibv_mr *mr;
 
+    if (fake_verbs.on_reg_mr)
+        fake_verbs.on_reg_mr(fake_verbs.on_reg_mr_arg);
+    if (fake_verbs.reg_mr_errno) {
+        errno = fake_verbs.reg_mr_errno;
+        return NULL;
+    }
+    mr = calloc(1, sizeof(*mr));
     if (!mr)
         return NULL;
     *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};

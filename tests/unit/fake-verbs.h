@@ -26,6 +26,20 @@ struct fake_verbs {
     int last_access;       /* the access flags of the last ibv_reg_mr */
     unsigned deregistered; /* ibv_dereg_mr */
     unsigned srq_posts;    /* ibv_post_srq_recv */
+    unsigned recv_posts;   /* ibv_post_recv */
+    /* ibv_reg_mr fails with reg_mr_errno when set; on_reg_mr (when set)
+     * is called first, with on_reg_mr_arg, by the registering thread. */
+    int reg_mr_errno;
+    void (*on_reg_mr)(void *arg);
+    void *on_reg_mr_arg;
+    /* rdma_create_qp: fails with create_qp_errno when set; else refuses
+     * (EINVAL) more inline data than qp_inline_limit when that is set,
+     * and hands out fake_qp.  What each call asked for: */
+    int create_qp_errno;
+    uint32_t qp_inline_limit;
+    unsigned create_qp_calls;
+    uint32_t create_qp_inline[32]; /* max_inline_data of the first 32 calls */
+    unsigned ack_timeouts_set;     /* rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) */
 };
 
 extern struct fake_verbs fake_verbs;

@@ -25,6 +25,10 @@
 static struct ibv_async_event queued[MAX_EVENTS];
 static unsigned nqueued, next_event, acked;
 static unsigned qp_errors, disconnects;
+/* The connection whose QP's flushed completions a poller handles as soon
+ * as the QP reaches the error state (before the async handler takes the
+ * connection's lock), as rdma-cq.c does: an orderly end, reason 0. */
+static struct gfr_rdma_conn *flushed_at_once;
 
 int
 ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
@@ -50,8 +54,15 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
     (void)qp;
     (void)attr_mask;
-    if (attr->qp_state == IBV_QPS_ERR)
+    if (attr->qp_state == IBV_QPS_ERR) {
+        struct gfr_rdma_conn *conn = flushed_at_once;
+
         qp_errors++;
+        if (conn && conn->qp == qp) {
+            flushed_at_once = NULL;
+            gfr_rdma_conn_fail(conn, 0);
+        }
+    }
     return 0;
 }
 
@@ -184,6 +195,36 @@ test_port_err_ends_the_ports_connections(void **state)
     free_conn(&handshake);
 }
 
+/* The QP goes to the error state before the handler takes the lock (rxe's
+ * requester loop, rdma-async.c), so a poller may see its flushed
+ * completions first: the connection still ends with the port's reason,
+ * not as an orderly disconnect. */
+static void
+test_a_flush_seen_first_carries_the_faults_reason(void **state)
+{
+    struct test_conn a, b;
+
+    (void)state;
+    make_conn(&a, 0, 1, 1);
+    make_conn(&b, 0, 1, 1);
+    flushed_at_once = a.conn;
+    queue_event(IBV_EVENT_PORT_ERR, NULL, 1);
+    gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
+    assert_null(flushed_at_once);
+    assert_true(ended(&a) && ended(&b));
+    assert_int_equal(a.conn->reason, -ENETDOWN);
+
+    /* A QP the adapter breaks: likewise EIO. */
+    free_conn(&a);
+    make_conn(&a, 0, 1, 1);
+    flushed_at_once = a.conn;
+    queue_event(IBV_EVENT_QP_FATAL, &a.qp, 0);
+    gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
+    assert_int_equal(a.conn->reason, -EIO);
+    free_conn(&a);
+    free_conn(&b);
+}
+
 /* More connections than one batch of end_conns: all of them end. */
 static void
 test_port_err_ends_more_than_a_batch(void **state)
@@ -295,6 +336,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_port_err_ends_the_ports_connections, setup),
         cmocka_unit_test_setup(test_port_err_ends_more_than_a_batch, setup),
+        cmocka_unit_test_setup(test_a_flush_seen_first_carries_the_faults_reason, setup),
         cmocka_unit_test_setup(test_qp_fatal_ends_its_connection, setup),
         cmocka_unit_test_setup(test_device_fatal_ends_the_devices_connections, setup),
         cmocka_unit_test_setup(test_harmless_events_end_nothing, setup),

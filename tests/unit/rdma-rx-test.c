@@ -185,15 +185,24 @@ test_sending_without_a_credit_is_a_violation(void **state)
     free_conn(conn);
 }
 
+/* A post that fails at once gives back its slot, its credit and the
+ * grant it carried, and ends the connection: a QP that refused one post
+ * takes no other, and a caller told of the failure may rely on the end
+ * being reported (rdma.so does). */
 static void
-test_a_failed_post_gives_the_slot_back(void **state)
+test_a_failed_post_gives_everything_back_and_ends_the_connection(void **state)
 {
     struct gfr_rdma_conn *conn = make_conn();
     struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 1, .inline_len = 4};
     struct iovec iov = {"abcd", 4};
+    struct gfr_credits before;
     int err;
 
     (void)state;
+    pthread_mutex_lock(&conn->lock);
+    gfr_credits_on_repost(&conn->credits, 3); /* a grant that rides on the next SEND */
+    before = conn->credits;
+    pthread_mutex_unlock(&conn->lock);
     fake_verbs.post_send_result = ENOMEM;
     pthread_mutex_lock(&conn->lock);
     err = gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL);
@@ -203,6 +212,11 @@ test_a_failed_post_gives_the_slot_back(void **state)
     assert_int_equal(conn->nfree, conn->nsend);
     assert_int_equal(conn->sq_count, 0);
     assert_int_equal(conn->outstanding, 1); /* only the CM side's */
+    assert_int_equal(conn->credits.send_avail, before.send_avail);
+    assert_int_equal(conn->credits.pending_grant, before.pending_grant);
+    assert_int_equal(conn->credits.peer_avail, before.peer_avail);
+    assert_int_equal(conn->state, GFR_CONN_DISCONNECTING);
+    assert_int_equal(conn->reason, -EIO);
     free_conn(conn);
 }
 
@@ -237,6 +251,85 @@ test_a_failed_flush_ends_the_connection_and_keeps_the_message(void **state)
     p = cds_list_first_entry(&conn->pending, struct gfr_rdma_pending, link);
     assert_memory_equal(p->data + GFR_WIRE_HDR_SIZE, "wxyz", 4);
     assert_int_equal(conn->nfree, conn->nsend);
+    free_conn(conn);
+}
+
+static unsigned received_calls;
+
+static void
+count_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, void *cb_arg)
+{
+    (void)conn;
+    (void)rx;
+    (void)cb_arg;
+    received_calls++;
+}
+
+static const struct gfr_rdma_conn_ops counting_ops = {.received = count_received};
+
+/*
+ * A receive completion of the connection's own buffer 0, which holds a
+ * complete MSG, as the poller hands it on: opcode says what consumed the
+ * buffer.  The connection gets receive buffers of its own for this.
+ */
+static void
+complete_receive(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode)
+{
+    static struct gfr_rdma_poller poller;
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 7, .inline_len = 4};
+    uint32_t size = test_engine.opts.inline_max;
+    struct ibv_wc wc = {.status = IBV_WC_SUCCESS, .opcode = opcode,
+                        .byte_len = GFR_WIRE_HDR_SIZE + 4};
+
+    if (!conn->recv_buf) {
+        conn->recv_buf = calloc(conn->nrecv, size);
+        conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
+        conn->recv_mr = (ibv_reg_mr)(NULL, conn->recv_buf, (size_t)conn->nrecv * size, 0);
+        for (uint32_t i = 0; i < conn->nrecv; i++)
+            conn->recv_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
+                                                    .kind = GFR_WR_RECV};
+        conn->poller = &poller;
+        conn->ops = &counting_ops;
+    }
+    assert_int_equal(gfr_wire_encode(&hdr, NULL, NULL, conn->recv_buf, size),
+                     GFR_WIRE_HDR_SIZE);
+    memcpy(conn->recv_buf + GFR_WIRE_HDR_SIZE, "data", 4);
+    wc.wr_id = (uintptr_t)&conn->recv_wr[0];
+    gfr_rdma_conn_get(conn); /* the receive's reference, dropped by the completion */
+    gfr_rdma_cq_complete(NULL, &wc);
+}
+
+static void
+free_receives(struct gfr_rdma_conn *conn)
+{
+    ibv_dereg_mr(conn->recv_mr);
+    free(conn->recv_buf);
+    free(conn->recv_wr);
+}
+
+/* A receive consumed by an RDMA WRITE with immediate data holds the bytes
+ * of whatever the buffer held before: never delivered as a message; the
+ * peer broke the protocol. */
+static void
+test_only_a_send_is_read_as_a_message(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    received_calls = 0;
+    complete_receive(conn, IBV_WC_RECV);
+    assert_int_equal(received_calls, 1);
+    assert_int_equal(conn->state, GFR_CONN_ESTABLISHED);
+
+    complete_receive(conn, IBV_WC_RECV_RDMA_WITH_IMM);
+    assert_int_equal(received_calls, 1);
+    assert_int_equal(conn->state, GFR_CONN_DISCONNECTING);
+    assert_int_equal(conn->reason, -EPROTO);
+    /* The CM side's and the receive reposted after the first message:
+     * the second completion's own was dropped, its buffer not reposted. */
+    assert_int_equal(conn->outstanding, 2);
+    assert_int_equal(fake_verbs.recv_posts, 1);
+    free_receives(conn);
     free_conn(conn);
 }
 
@@ -279,7 +372,7 @@ test_messages_about_a_connection_name_its_peer(void **state)
         pthread_mutex_lock(&conn->lock);
         assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), -ENOMEM);
         pthread_mutex_unlock(&conn->lock);
-        snprintf(want, sizeof(want), "connection with %s: ibv_post_send failed: %s",
+        snprintf(want, sizeof(want), "connection with %s: ibv_post_send failed: %s; disconnecting",
                  cases[i].name, strerror(ENOMEM));
         assert_string_equal(logged, want);
         free_conn(conn);
@@ -353,7 +446,8 @@ main(void)
         cmocka_unit_test(test_reply_may_not_claim_more_than_was_offered),
         cmocka_unit_test(test_request_xid_with_write_list_may_not_repeat),
         cmocka_unit_test(test_sending_without_a_credit_is_a_violation),
-        cmocka_unit_test(test_a_failed_post_gives_the_slot_back),
+        cmocka_unit_test(test_a_failed_post_gives_everything_back_and_ends_the_connection),
+        cmocka_unit_test(test_only_a_send_is_read_as_a_message),
         cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
         cmocka_unit_test(test_messages_about_a_connection_name_its_peer),
         cmocka_unit_test(test_a_received_message_moves_only_by_its_documented_steps),

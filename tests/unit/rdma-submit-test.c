@@ -279,6 +279,125 @@ test_a_server_stages_only_what_needs_no_remote_access(void **state)
     assert_int_equal(DEREGS, fake_verbs.registered);
 }
 
+/* Sixteen pieces of bulk behind a head that leaves room for one read
+ * segment: offered as one copy, so the SEND never outgrows what the peer
+ * agreed to receive, whether it goes at once or waits for a credit (the
+ * send slots are only that large). */
+static void
+test_a_read_list_never_outgrows_the_inline_size(void **state)
+{
+    static uint8_t head_bytes[8192];
+    struct iovec head = {head_bytes, 8192 - GFR_WIRE_HDR_SIZE - GFR_WIRE_SEG_SIZE - 8};
+    struct iovec pieces[16];
+    struct gfr_rdma_msg m = {.head = &head, .head_cnt = 1, .bulk = pieces, .bulk_cnt = 16,
+                             .done = done};
+    struct gfr_rdma_conn *conn = make_conn(0); /* no staging: the pieces are registered */
+
+    (void)state;
+    for (unsigned i = 0; i < 16; i++)
+        pieces[i] = (struct iovec){bulk + i * (BULK / 16), BULK / 16};
+    m.xid = 1;
+    assert_int_equal(gfr_rdma_submit(conn, &m), 0);
+    assert_true(fake_verbs.sent_sge[0].length <= conn->agreed.inline_max);
+    assert_int_equal(posted(0).hdr.n_read, 1);
+
+    /* Out of credits: the encoded message waits, and must fit a slot too. */
+    conn->credits.send_avail = 1;
+    m.xid = 2;
+    assert_int_equal(gfr_rdma_submit(conn, &m), 0);
+    assert_int_equal(fake_verbs.posts, 1);
+    conn->credits.send_avail = 4;
+    gfr_rdma_send_flush(conn);
+    assert_int_equal(fake_verbs.posts, 2);
+    assert_true(fake_verbs.sent_sge[1].length <= conn->agreed.inline_max);
+    assert_int_equal(posted(1).hdr.n_read, 1);
+    assert_memory_equal((const uint8_t *)(uintptr_t)posted(1).read[0].addr, bulk, BULK);
+    test_conn_free(conn);
+    assert_int_equal(DEREGS, fake_verbs.registered);
+}
+
+/* Fifteen reply buffers need a header larger than a 256-byte inline size:
+ * refused as too large, with nothing registered left behind, and never
+ * queued to overrun a send slot when no credit is free. */
+static void
+test_more_reply_buffers_than_a_header_holds_are_refused(void **state)
+{
+    struct iovec head = {"head", 4};
+    struct iovec replies[15];
+    struct gfr_rdma_msg m = {.xid = 3, .head = &head, .head_cnt = 1, .reply = replies,
+                             .reply_cnt = 15, .done = done};
+    struct gfr_rdma_conn *conn = make_conn(0);
+
+    (void)state;
+    for (unsigned i = 0; i < 15; i++)
+        replies[i] = (struct iovec){reply_buf + i * 1024, 1024};
+    conn->agreed.inline_max = 256;
+    conn->credits.send_avail = 1;
+    assert_int_equal(gfr_rdma_submit(conn, &m), -EMSGSIZE);
+    assert_true(cds_list_empty(&conn->pending));
+    conn->credits.send_avail = 4;
+    assert_int_equal(gfr_rdma_submit(conn, &m), -EMSGSIZE);
+    assert_int_equal(fake_verbs.posts, 0);
+    assert_int_equal(done_calls, 0);
+    assert_int_equal(DEREGS, REGS);
+    test_conn_free(conn);
+}
+
+static int reaped_during_registration;
+
+/* The device goes away while a submission registers its bulk: the CM
+ * thread fails the connection and drops its reference, as on
+ * RDMA_CM_EVENT_DEVICE_REMOVAL.  Had that been the last reference, the
+ * connection would be finalized now and the device's PD freed under the
+ * registration. */
+static void
+device_removed(void *arg)
+{
+    struct gfr_rdma_conn *conn = arg;
+
+    fake_verbs.on_reg_mr = NULL;
+    gfr_rdma_conn_fail(conn, -ENODEV);
+    gfr_rdma_conn_cm_done(conn);
+    reaped_during_registration = !cds_list_empty(&test_engine.reap);
+}
+
+static void
+test_a_submission_keeps_its_device_while_it_registers(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(0);
+
+    (void)state;
+    reaped_during_registration = -1;
+    fake_verbs.on_reg_mr = device_removed;
+    fake_verbs.on_reg_mr_arg = conn;
+    assert_int_equal(send_request(conn, 1, NULL), -ENOTCONN);
+    assert_int_equal(reaped_during_registration, 0);
+    /* Its registration undone, the submission let go: now it is reaped. */
+    assert_int_equal(DEREGS, REGS);
+    assert_int_equal(conn->outstanding, 0);
+    assert_false(cds_list_empty(&test_engine.reap));
+    cds_list_del(&conn->reap_link);
+    assert_int_equal(done_calls, 0);
+    test_conn_free(conn);
+}
+
+/* Only a read list that went out counts as offered (the statistic is
+ * written under conn->lock with the rest). */
+static void
+test_a_failed_submission_is_not_counted_as_offered(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(0);
+
+    (void)state;
+    fake_verbs.reg_mr_errno = ENOMEM;
+    assert_int_equal(send_request(conn, 1, NULL), -ENOMEM);
+    assert_int_equal(conn->stats.bulk_offered, 0);
+    fake_verbs.reg_mr_errno = 0;
+    assert_int_equal(send_request(conn, 2, NULL), 0);
+    assert_int_equal(conn->stats.bulk_offered, 1);
+    test_conn_free(conn);
+}
+
 int
 main(void)
 {
@@ -289,6 +408,10 @@ main(void)
         cmocka_unit_test(test_a_reply_is_pushed_from_staging),
         cmocka_unit_test(test_a_reply_follows_the_last_write_posted),
         cmocka_unit_test(test_a_server_stages_only_what_needs_no_remote_access),
+        cmocka_unit_test(test_a_read_list_never_outgrows_the_inline_size),
+        cmocka_unit_test(test_more_reply_buffers_than_a_header_holds_are_refused),
+        cmocka_unit_test(test_a_submission_keeps_its_device_while_it_registers),
+        cmocka_unit_test(test_a_failed_submission_is_not_counted_as_offered),
     };
 
     return cmocka_run_group_tests_name("rdma-submit", tests, NULL, NULL);

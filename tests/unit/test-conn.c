@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include <cmocka.h>
 
@@ -27,6 +28,10 @@ test_conn_reset(void)
     pthread_mutex_init(&test_engine.note_lock, NULL);
     CDS_INIT_LIST_HEAD(&test_engine.conns);
     CDS_INIT_LIST_HEAD(&test_engine.devices);
+    CDS_INIT_LIST_HEAD(&test_engine.reap);
+    if (test_engine.wake_fd <= 0) /* a connection's last reference wakes the CM thread */
+        test_engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    assert_true(test_engine.wake_fd > 0);
     memset(&test_dev, 0, sizeof(test_dev));
     test_dev.engine = &test_engine;
     test_dev.verbs = &fake_ctx;

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A connection's setup (lib/rdma-conn.c) where providers differ: the QP's
+ * inline size, stepped down while the provider refuses it and never
+ * lowered for the device's other QPs; the InfiniBand-only ACK timeout;
+ * and the credits both sides start from once the parameters are agreed.
+ * fake-verbs.c plays the provider (rdma_create_qp refuses sizes above a
+ * limit, or fails outright).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake-verbs.h"
+#include "test-conn.h"
+
+static struct gfr_rdma_poller poller;
+static struct rdma_cm_id cm_id;
+
+/* A connection in CONNECTING whose QP is not yet made. */
+static struct gfr_rdma_conn *
+make_conn(void)
+{
+    struct gfr_rdma_conn *conn;
+
+    test_conn_reset();
+    test_dev.max_inline = 256;
+    conn = test_conn_new(NULL, 8, GFR_CONN_CONNECTING);
+    memset(&cm_id, 0, sizeof(cm_id));
+    cm_id.verbs = &fake_ctx;
+    conn->id = &cm_id;
+    conn->poller = &poller;
+    conn->qp = NULL;
+    return conn;
+}
+
+/* siw takes 80 bytes of inline data and refuses more with EINVAL: the QP
+ * gets the most the provider takes, not none at all. */
+static void
+test_inline_steps_down_to_what_the_provider_takes(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    fake_verbs.qp_inline_limit = 80;
+    assert_int_equal(gfr_rdma_conn_create_qp(conn), 0);
+    assert_ptr_equal(conn->qp, &fake_qp);
+    assert_int_equal(conn->max_inline, 80);
+    assert_int_equal(fake_verbs.create_qp_inline[0], 256);
+    assert_int_equal(fake_verbs.create_qp_inline[fake_verbs.create_qp_calls - 1], 80);
+    /* Each QP asks afresh: one refusal lowers nothing for the device. */
+    assert_int_equal(test_dev.max_inline, 256);
+    test_conn_free(conn);
+}
+
+/* A provider that takes no inline data at all still gets its QP. */
+static void
+test_a_provider_without_inline_gets_a_qp(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    fake_verbs.qp_inline_limit = 1; /* refuses every size but 0 (and 1) */
+    assert_int_equal(gfr_rdma_conn_create_qp(conn), 0);
+    assert_int_equal(conn->max_inline, 0);
+    test_conn_free(conn);
+}
+
+/* A QP refused for another reason (out of memory) is not retried with
+ * less inline data, and the next connection asks for the full size. */
+static void
+test_only_a_refused_size_steps_down(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    fake_verbs.create_qp_errno = ENOMEM;
+    assert_int_equal(gfr_rdma_conn_create_qp(conn), -ENOMEM);
+    assert_int_equal(fake_verbs.create_qp_calls, 1);
+    assert_null(conn->qp);
+    fake_verbs.create_qp_errno = 0;
+    assert_int_equal(gfr_rdma_conn_create_qp(conn), 0);
+    assert_int_equal(fake_verbs.create_qp_inline[1], 256);
+    assert_int_equal(conn->max_inline, 256);
+    test_conn_free(conn);
+}
+
+/* qp-timeout is an InfiniBand transport attribute: set on RoCE and IB,
+ * not on iWARP, whose liveness is TCP's. */
+static void
+test_the_ack_timeout_is_set_only_where_it_means_something(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    assert_int_equal(gfr_rdma_conn_create_qp(conn), 0);
+    assert_int_equal(fake_verbs.ack_timeouts_set, 1);
+    conn->qp = NULL;
+    test_dev.iwarp = 1;
+    assert_int_equal(gfr_rdma_conn_create_qp(conn), 0);
+    assert_int_equal(fake_verbs.ack_timeouts_set, 1);
+    test_conn_free(conn);
+}
+
+/* Both sides start from the agreed window: a peer that agreed to fewer
+ * credits than we have buffers may send only that many, counting what it
+ * sent before the agreement was applied here. */
+static void
+test_the_peer_starts_from_the_agreed_window(void **state)
+{
+    struct gfr_rdma_conn *conn;
+    struct gfr_cm_params peer;
+
+    (void)state;
+    test_conn_reset();
+    test_engine.opts.credits = 32;
+    conn = test_conn_new(NULL, 32, GFR_CONN_CONNECTING);
+    gfr_rdma_conn_local_params(&test_engine, &peer);
+    peer.credits = 8;
+
+    /* Two messages came before the parameters were applied. */
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_credits_on_receive(&conn->credits, 0), 0);
+    assert_int_equal(gfr_credits_on_receive(&conn->credits, 0), 0);
+    pthread_mutex_unlock(&conn->lock);
+
+    assert_int_equal(gfr_rdma_conn_negotiate(conn, &peer), 0);
+    assert_int_equal(conn->agreed.credits, 8);
+    assert_int_equal(conn->credits.window, 8);
+    assert_int_equal(conn->credits.send_avail, 8);
+    assert_int_equal(conn->credits.peer_avail, 6);
+
+    /* Six more are fine; a seventh without a grant breaks the protocol. */
+    pthread_mutex_lock(&conn->lock);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(gfr_credits_on_receive(&conn->credits, 0), 0);
+    assert_int_equal(gfr_credits_on_receive(&conn->credits, 0), -EPROTO);
+    pthread_mutex_unlock(&conn->lock);
+    test_conn_free(conn);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_inline_steps_down_to_what_the_provider_takes),
+        cmocka_unit_test(test_a_provider_without_inline_gets_a_qp),
+        cmocka_unit_test(test_only_a_refused_size_steps_down),
+        cmocka_unit_test(test_the_ack_timeout_is_set_only_where_it_means_something),
+        cmocka_unit_test(test_the_peer_starts_from_the_agreed_window),
+    };
+
+    return cmocka_run_group_tests_name("rdma-conn", tests, NULL, NULL);
+}
