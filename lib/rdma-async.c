@@ -52,8 +52,11 @@ gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
  * and verbs calls are thread-safe.  The fault is recorded first, so that a
  * poller that sees the QP's flushed completions before this takes the
  * lock ends the connection with this reason, not as an orderly
- * disconnect.  Then the connection fails as usual, under its lock.  1 when
- * this ended it, 0 when it was ending already.
+ * disconnect.  Then the connection fails as usual, under its lock.  On
+ * iWARP the QP moves under the lock instead: there a work request posted
+ * after the move never completes (siw) and nothing loops in a post, so no
+ * other thread may post in between.  1 when this ended it, 0 when it was
+ * ending already.
  */
 static int
 end_conn(struct gfr_rdma_conn *conn, int reason)
@@ -62,7 +65,7 @@ end_conn(struct gfr_rdma_conn *conn, int reason)
     int ended;
 
     gfr_rdma_conn_fault(conn, reason);
-    if (conn->qp)
+    if (conn->qp && !conn->dev->iwarp)
         ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
     pthread_mutex_lock(&conn->lock);
     ended = conn->state != GFR_CONN_DISCONNECTING;

@@ -394,6 +394,10 @@ retry_bound_ns(const struct gfr_rdma_opts *opts)
  * peer that is gone turns it into a retry-exceeded error after qp-timeout
  * and retry-count, so a connection whose peer vanished without a word (a
  * link down, a lost DREQ) ends instead of waiting for messages forever.
+ * On iWARP a WRITE completes once TCP has taken it, which proves nothing
+ * of the peer, and the IB retry attributes are ignored: there the probe is
+ * a zero-length RDMA READ, which completes only when the peer's adapter
+ * answers it, and the patience below is what ends a dead one.
  * One at a time per connection; a probe still unanswered after twice the
  * adapter's retry time (and at least keepalive-ms) means the adapter
  * itself is stuck (seen on rxe after a link flap), and ends the
@@ -413,6 +417,8 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
 
     if (patience < opts->keepalive_ms * 1000000ull)
         patience = opts->keepalive_ms * 1000000ull;
+    if (conn->dev->iwarp)
+        wr.opcode = IBV_WR_RDMA_READ;
     pthread_mutex_lock(&conn->lock);
     if (conn->state == GFR_CONN_ESTABLISHED && conn->keepalive_posted &&
         now - conn->keepalive_posted_ns > patience) {

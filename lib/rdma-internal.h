@@ -434,6 +434,7 @@ struct gfr_rdma_conn {
     struct gfr_rdma_wr **sq_ring;
     uint32_t sq_size, sq_head, sq_count;
     uint32_t unsignaled; /* SENDs since the last signaled one */
+    int sq_tail_unsignaled; /* the last work request posted was unsignaled */
     struct gfr_rdma_wr drain_wr;
     struct gfr_rdma_wr keepalive_wr;
     int keepalive_posted;         /* under lock */

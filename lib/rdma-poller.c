@@ -429,6 +429,7 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
                       const char *name)
 {
     char thread_name[16];
+    int vector;
     int err;
 
     p->dev = dev;
@@ -442,8 +443,12 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
                      strerror(-err));
         return err;
     }
+    /* The device's pollers take its completion vectors in turn, so that
+     * their interrupts spread over the cores the vectors are bound to. */
+    vector = dev->verbs->num_comp_vectors > 0 ? (int)(p->index % dev->verbs->num_comp_vectors)
+                                              : 0;
     p->channel = ibv_create_comp_channel(dev->verbs);
-    p->cq = p->channel ? ibv_create_cq(dev->verbs, cq_size, p, p->channel, 0) : NULL;
+    p->cq = p->channel ? ibv_create_cq(dev->verbs, cq_size, p, p->channel, vector) : NULL;
     if (!p->cq) {
         err = -(errno ? errno : ENOMEM);
         gfr_rdma_log("%s: cannot create completion channel or a CQ of %d entries "

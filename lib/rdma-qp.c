@@ -86,10 +86,14 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
 }
 
 /*
- * Moves the QP to error so every posted work request flushes, then posts
- * the drain: an unsignaled SEND that completed before gives no completion,
- * so the drain's (flushed) completion is what retires it.  Caller holds
- * conn->lock.
+ * Moves the QP to error so every posted work request flushes.  An
+ * unsignaled SEND that completed before gives no completion: the
+ * completion of a later work request retires it (gfr_rdma_sq_retire_locked).
+ * Only when the last one posted was unsignaled is there none to come, and
+ * then a drain is posted behind it, whose flushed completion retires the
+ * rest.  iWARP providers refuse a post on a QP in error (cxgb4) or never
+ * complete it (siw), so there every work request is signaled
+ * (rdma-tx.c) and no drain is ever needed.  Caller holds conn->lock.
  */
 static void
 flush_qp(struct gfr_rdma_conn *conn)
@@ -102,7 +106,7 @@ flush_qp(struct gfr_rdma_conn *conn)
     if (!conn->qp)
         return;
     ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
-    if (!conn->sq_count)
+    if (!conn->sq_count || !conn->sq_tail_unsignaled)
         return;
     err = gfr_rdma_qp_post_locked(conn, &conn->drain_wr, &wr);
     if (err)
@@ -277,5 +281,6 @@ gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
         return err;
     }
     gfr_rdma_sq_push_locked(conn, ctx);
+    conn->sq_tail_unsignaled = !(wr->send_flags & IBV_SEND_SIGNALED);
     return 0;
 }

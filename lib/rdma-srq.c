@@ -110,17 +110,46 @@ gfr_rdma_srq_taken(struct gfr_rdma_dev *dev)
 }
 
 /*
+ * Can the SRQ promise less than it holds?  Where a SEND that finds no
+ * receive waits on RNR and is retried (InfiniBand, RoCE), yes: connections
+ * share what there is.  iWARP has no RNR: such a SEND terminates the
+ * connection, so there every promise must be backed by a buffer, and a
+ * connection the queue cannot back is refused.  Caller holds engine->lock.
+ */
+static int
+overcommit(struct gfr_rdma_dev *dev, uint32_t n, const char *why)
+{
+    struct gfr_rdma_srq *srq = dev->srq;
+    const char *name = ibv_get_device_name(dev->verbs->device);
+
+    if (dev->iwarp) {
+        gfr_rdma_log("%s: the shared receive queue cannot back %u more credits (%s of %u "
+                     "buffers, %u promised) and iWARP has no receiver-not-ready retry: "
+                     "connection refused", name, n, why, srq->total, srq->promised);
+        srq->promised -= n;
+        return -ENOSPC;
+    }
+    if (!srq->full_reported)
+        gfr_rdma_log("%s: shared receive queue %s of %u buffers: further connections share "
+                     "them, and a peer that finds none waits on RNR", name, why, srq->total);
+    srq->full_reported = 1;
+    return 0;
+}
+
+/*
  * A new connection promises its peer n receives: the queue grows (one
  * registered chunk) when the live connections promise more than it holds.
  * Buffers are kept when connections leave, so it holds what the busiest
- * moment needed.  Caller holds engine->lock.  0, or a negative errno when
- * nothing could be added and the queue is empty.
+ * moment needed.  Caller holds engine->lock.  0; or a negative errno when
+ * nothing could be added and the queue is empty, or on iWARP whenever the
+ * promise cannot be backed (overcommit).
  */
 int
 gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n)
 {
     struct gfr_rdma_srq *srq = dev->srq;
     const char *name = ibv_get_device_name(dev->verbs->device);
+    uint32_t asked = n;
     struct gfr_rdma_rchunk *c;
     size_t bytes;
 
@@ -130,13 +159,8 @@ gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n)
     n = srq->promised - srq->total;
     if (srq->total + n > srq->max)
         n = srq->max - srq->total;
-    if (n == 0) {
-        if (!srq->full_reported)
-            gfr_rdma_log("%s: shared receive queue at its maximum of %u buffers: "
-                         "further connections share them", name, srq->max);
-        srq->full_reported = 1;
-        return 0;
-    }
+    if (n == 0)
+        return overcommit(dev, asked, "at its maximum");
     bytes = (size_t)n * srq->buf_size;
     c = calloc(1, sizeof(*c) + n * sizeof(c->bufs[0]));
     if (c)
@@ -149,7 +173,11 @@ gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n)
         if (c)
             free(c->mem);
         free(c);
-        return srq->total ? 0 : -ENOMEM;
+        if (!srq->total) {
+            srq->promised -= asked;
+            return -ENOMEM;
+        }
+        return overcommit(dev, asked, "out of memory at");
     }
     c->n = n;
     c->next = srq->chunks;
@@ -161,6 +189,8 @@ gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n)
         c->bufs[i].lkey = c->mr->lkey;
         gfr_rdma_srq_post(dev, &c->bufs[i]);
     }
+    if (srq->promised > srq->total) /* capped by the device's maximum */
+        return overcommit(dev, asked, "at its maximum");
     return 0;
 }
 

@@ -102,7 +102,8 @@ gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
  * Posts the message already in slot's buffer, stamping its credit grant.
  * It is signaled when the slot's completion must release offer's part, or
  * when half the slots have gone unsignaled (so slots come back while the
- * peer keeps the queue busy); the others are retired by a later
+ * peer keeps the queue busy), or always on iWARP (no drain can follow an
+ * error there: rdma-qp.c's flush_qp); the others are retired by a later
  * completion.  Caller holds conn->lock, has taken the slot and the credit.
  * 0 or a negative errno: the post failed, and the slot, the credit and the
  * grant are given back (so the accounting stays exact for whatever still
@@ -126,7 +127,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_SEND;
-    if (offer || conn->unsignaled + 1 >= conn->nsend / 2) {
+    if (offer || conn->dev->iwarp || conn->unsignaled + 1 >= conn->nsend / 2) {
         wr.send_flags = IBV_SEND_SIGNALED;
         conn->unsignaled = 0;
     } else {

@@ -26,6 +26,10 @@ fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **b
             fake_verbs.sent[i].sg_list = &fake_verbs.sent_sge[i];
         }
     }
+    if (fake_verbs.posts_fail_in_error && fake_verbs.qp_in_error) {
+        *bad = wr;
+        return EINVAL;
+    }
     if (fake_verbs.post_send_result)
         *bad = wr;
     return fake_verbs.post_send_result;
@@ -100,8 +104,10 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
     (void)qp;
     (void)attr_mask;
-    if (attr->qp_state == IBV_QPS_ERR)
+    if (attr->qp_state == IBV_QPS_ERR) {
         fake_verbs.qp_errors++;
+        fake_verbs.qp_in_error = 1;
+    }
     return 0;
 }
 

@@ -22,6 +22,9 @@ struct fake_verbs {
     struct ibv_send_wr sent[FAKE_MAX_SENT];
     struct ibv_sge sent_sge[FAKE_MAX_SENT];
     unsigned qp_errors;    /* ibv_modify_qp to IBV_QPS_ERR */
+    int qp_in_error;       /* fake_qp was moved to IBV_QPS_ERR */
+    /* cxgb4's rule: a post on a QP in the error state fails with EINVAL. */
+    int posts_fail_in_error;
     unsigned registered;   /* ibv_reg_mr */
     int last_access;       /* the access flags of the last ibv_reg_mr */
     unsigned deregistered; /* ibv_dereg_mr */

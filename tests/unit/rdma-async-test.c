@@ -29,6 +29,10 @@ static unsigned qp_errors, disconnects;
  * as the QP reaches the error state (before the async handler takes the
  * connection's lock), as rdma-cq.c does: an orderly end, reason 0. */
 static struct gfr_rdma_conn *flushed_at_once;
+/* The connection whose lock ibv_modify_qp looks at, and what it saw: 1
+ * when the caller held it. */
+static struct gfr_rdma_conn *lock_watched;
+static int moved_under_lock;
 
 int
 ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
@@ -58,6 +62,11 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
         struct gfr_rdma_conn *conn = flushed_at_once;
 
         qp_errors++;
+        if (lock_watched && lock_watched->qp == qp && moved_under_lock < 0) {
+            moved_under_lock = pthread_mutex_trylock(&lock_watched->lock) == EBUSY;
+            if (!moved_under_lock)
+                pthread_mutex_unlock(&lock_watched->lock);
+        }
         if (conn && conn->qp == qp) {
             flushed_at_once = NULL;
             gfr_rdma_conn_fail(conn, 0);
@@ -225,6 +234,35 @@ test_a_flush_seen_first_carries_the_faults_reason(void **state)
     free_conn(&b);
 }
 
+/* rxe's requester loop needs the QP moved to error before the lock is
+ * taken; on iWARP a post that slipped in between would never complete
+ * (siw), so there the QP moves under the connection's lock. */
+static void
+test_on_iwarp_the_qp_moves_under_the_lock(void **state)
+{
+    struct test_conn a;
+
+    (void)state;
+    make_conn(&a, 0, 1, 1);
+    lock_watched = a.conn;
+    moved_under_lock = -1;
+    queue_event(IBV_EVENT_QP_FATAL, &a.qp, 0);
+    gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
+    assert_int_equal(moved_under_lock, 0);
+    free_conn(&a);
+
+    devs[0].iwarp = 1;
+    make_conn(&a, 0, 1, 1);
+    lock_watched = a.conn;
+    moved_under_lock = -1;
+    queue_event(IBV_EVENT_QP_FATAL, &a.qp, 0);
+    gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
+    assert_int_equal(moved_under_lock, 1);
+    assert_int_equal(a.conn->reason, -EIO);
+    lock_watched = NULL;
+    free_conn(&a);
+}
+
 /* More connections than one batch of end_conns: all of them end. */
 static void
 test_port_err_ends_more_than_a_batch(void **state)
@@ -337,6 +375,7 @@ main(void)
         cmocka_unit_test_setup(test_port_err_ends_the_ports_connections, setup),
         cmocka_unit_test_setup(test_port_err_ends_more_than_a_batch, setup),
         cmocka_unit_test_setup(test_a_flush_seen_first_carries_the_faults_reason, setup),
+        cmocka_unit_test_setup(test_on_iwarp_the_qp_moves_under_the_lock, setup),
         cmocka_unit_test_setup(test_qp_fatal_ends_its_connection, setup),
         cmocka_unit_test_setup(test_device_fatal_ends_the_devices_connections, setup),
         cmocka_unit_test_setup(test_harmless_events_end_nothing, setup),

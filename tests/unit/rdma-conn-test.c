@@ -145,6 +145,34 @@ test_the_peer_starts_from_the_agreed_window(void **state)
     test_conn_free(conn);
 }
 
+/* The keepalive probe: a zero-length RDMA WRITE where the adapter's
+ * acknowledgement proves the peer alive (InfiniBand, RoCE), a zero-length
+ * RDMA READ on iWARP, where a WRITE completes once TCP has taken it. */
+static void
+test_the_keepalive_probe_proves_the_peer_alive(void **state)
+{
+    struct gfr_rdma_conn *conn;
+
+    (void)state;
+    test_conn_reset();
+    conn = test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
+    gfr_rdma_conn_keepalive(conn);
+    assert_int_equal(fake_verbs.posts, 1);
+    assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_WRITE);
+    assert_int_equal(fake_verbs.sent[0].num_sge, 0);
+    test_conn_free(conn);
+
+    test_conn_reset();
+    test_dev.iwarp = 1;
+    conn = test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
+    gfr_rdma_conn_keepalive(conn);
+    assert_int_equal(fake_verbs.posts, 1);
+    assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_READ);
+    assert_int_equal(fake_verbs.sent[0].num_sge, 0);
+    assert_true(fake_verbs.sent[0].send_flags & IBV_SEND_SIGNALED);
+    test_conn_free(conn);
+}
+
 int
 main(void)
 {
@@ -154,6 +182,7 @@ main(void)
         cmocka_unit_test(test_only_a_refused_size_steps_down),
         cmocka_unit_test(test_the_ack_timeout_is_set_only_where_it_means_something),
         cmocka_unit_test(test_the_peer_starts_from_the_agreed_window),
+        cmocka_unit_test(test_the_keepalive_probe_proves_the_peer_alive),
     };
 
     return cmocka_run_group_tests_name("rdma-conn", tests, NULL, NULL);

@@ -52,6 +52,8 @@ static struct ibv_cq fake_cq;
 static struct ibv_comp_channel fake_channel;
 static struct ibv_device fake_device;
 static struct ibv_context fake_ctx;
+static int last_comp_vector = -1;
+static unsigned start_index; /* the index start() gives its poller */
 
 static int
 fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
@@ -101,7 +103,7 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
               struct ibv_comp_channel *channel, int comp_vector)
 {
     (void)cqe;
-    (void)comp_vector;
+    last_comp_vector = comp_vector;
     fake_cq.context = context;
     fake_cq.cq_context = cq_context;
     fake_cq.channel = channel;
@@ -284,6 +286,7 @@ start(enum gfr_poll_mode mode)
     dev.pollers = &poller;
     cds_list_add_tail(&dev.link, &engine.devices);
     memset(&poller, 0, sizeof(poller));
+    poller.index = start_index;
     nqueued = 0;
     armed = 0;
     nevents = 0;
@@ -436,6 +439,26 @@ test_a_sender_kicks_a_sleeping_poller(void **state)
     stop();
 }
 
+/* Each poller's CQ takes its own completion vector, round the device's
+ * vectors, so that their interrupts do not all land on one core. */
+static void
+test_cqs_spread_over_completion_vectors(void **state)
+{
+    (void)state;
+    fake_ctx.num_comp_vectors = 4;
+    for (start_index = 0; start_index < 6; start_index++) {
+        start(GFR_POLL_EVENT);
+        assert_int_equal(last_comp_vector, (int)(start_index % 4));
+        stop();
+    }
+    fake_ctx.num_comp_vectors = 0; /* none reported: vector 0 */
+    start_index = 5;
+    start(GFR_POLL_EVENT);
+    assert_int_equal(last_comp_vector, 0);
+    stop();
+    start_index = 0;
+}
+
 int
 main(void)
 {
@@ -444,6 +467,7 @@ main(void)
         cmocka_unit_test(test_a_blocking_handler_gets_a_relay),
         cmocka_unit_test(test_a_long_handler_gets_a_relay_from_the_watch),
         cmocka_unit_test(test_a_sender_kicks_a_sleeping_poller),
+        cmocka_unit_test(test_cqs_spread_over_completion_vectors),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,6 +152,93 @@ test_a_post_holds_a_reference_until_it_fails(void **state)
     free_conn(conn);
 }
 
+/* What an adapter does with the work requests on the send queue when they
+ * all went out: each signaled one completes, an unsignaled one says
+ * nothing.  Returns how many completions that made. */
+static unsigned
+complete_what_signals(struct gfr_rdma_conn *conn, unsigned from)
+{
+    unsigned n = 0;
+
+    for (unsigned i = from; i < fake_verbs.posts && i < FAKE_MAX_SENT; i++) {
+        struct gfr_rdma_wr *ctx = (struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[i].wr_id;
+
+        if (!(fake_verbs.sent[i].send_flags & IBV_SEND_SIGNALED))
+            continue;
+        gfr_rdma_send_complete(ctx, !fake_verbs.qp_in_error);
+        gfr_rdma_conn_put(conn); /* the work request's, as rdma-cq.c drops it */
+        n++;
+    }
+    return n;
+}
+
+static void
+send_some(struct gfr_rdma_conn *conn, unsigned n)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .inline_len = 2};
+    struct iovec iov = {"hi", 2};
+
+    for (unsigned i = 0; i < n; i++) {
+        hdr.xid = i + 1;
+        pthread_mutex_lock(&conn->lock);
+        assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), 0);
+        pthread_mutex_unlock(&conn->lock);
+    }
+}
+
+/* iWARP: cxgb4 refuses a post on a QP in error and siw never completes
+ * one, so no drain may follow the error.  Every SEND is signaled there,
+ * and a connection whose SENDs all went out before it failed gets every
+ * reference back without one. */
+static void
+test_on_iwarp_no_drain_follows_an_error(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+    unsigned posted;
+
+    (void)state;
+    test_dev.iwarp = 1;
+    fake_verbs.posts_fail_in_error = 1;
+    send_some(conn, 3);
+    assert_int_equal(complete_what_signals(conn, 0), 3);
+    gfr_rdma_conn_fail(conn, -EIO);
+    posted = fake_verbs.posts;
+    assert_int_equal(posted, 3);
+    complete_what_signals(conn, posted);
+    assert_int_equal(conn->sq_count, 0);
+    assert_int_equal(conn->nfree, conn->nsend);
+    assert_int_equal(conn->outstanding, 1); /* only the CM side's */
+    free_conn(conn);
+}
+
+/* InfiniBand and RoCE: unsignaled SENDs at the tail of the send queue are
+ * retired by a drain posted after the error; with a signaled one last,
+ * its own (flushed) completion does it, and no drain is needed. */
+static void
+test_a_drain_follows_only_an_unsignaled_tail(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+
+    (void)state;
+    send_some(conn, 2);
+    assert_int_equal(complete_what_signals(conn, 0), 0);
+    gfr_rdma_conn_fail(conn, -EIO);
+    assert_int_equal(fake_verbs.posts, 3);
+    assert_ptr_equal((void *)(uintptr_t)fake_verbs.sent[2].wr_id, &conn->drain_wr);
+    assert_int_equal(complete_what_signals(conn, 2), 1);
+    assert_int_equal(conn->outstanding, 1);
+    free_conn(conn);
+
+    conn = make_conn(GFR_CONN_ESTABLISHED);
+    send_some(conn, 4); /* the fourth of 8 slots is signaled */
+    assert_true(fake_verbs.sent[3].send_flags & IBV_SEND_SIGNALED);
+    gfr_rdma_conn_fail(conn, -EIO);
+    assert_int_equal(fake_verbs.posts, 4);
+    assert_int_equal(complete_what_signals(conn, 0), 1);
+    assert_int_equal(conn->outstanding, 1);
+    free_conn(conn);
+}
+
 int
 main(void)
 {
@@ -162,6 +249,8 @@ main(void)
 #endif
         cmocka_unit_test(test_a_completion_retires_the_sends_before_it),
         cmocka_unit_test(test_a_post_holds_a_reference_until_it_fails),
+        cmocka_unit_test(test_on_iwarp_no_drain_follows_an_error),
+        cmocka_unit_test(test_a_drain_follows_only_an_unsignaled_tail),
     };
 
     gfr_rdma_set_log(NULL, NULL);

@@ -76,6 +76,37 @@ test_the_queue_grows_with_promises_up_to_its_maximum(void **state)
     gfr_rdma_srq_destroy(&dev);
 }
 
+/* iWARP has no RNR retry: a SEND that finds the queue empty ends its
+ * connection, so a promise the queue cannot back refuses the connection
+ * instead of being shared, and takes nothing with it. */
+static void
+test_on_iwarp_every_promise_is_backed(void **state)
+{
+    (void)state;
+    make_dev(100);
+    dev.iwarp = 1;
+    gfr_rdma_set_log(capture_log, NULL);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 60), 0);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
+    assert_int_equal(dev.srq->total, 100);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 1), -ENOSPC);
+    assert_int_equal(dev.srq->promised, 100);
+    assert_non_null(strstr(logged, "iWARP has no receiver-not-ready retry"));
+    gfr_rdma_srq_unreserve(&dev, 40);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 40), 0);
+
+    /* No memory for more buffers: refused too, not shared. */
+    gfr_rdma_srq_unreserve(&dev, 100);
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 50), 0);
+    fake_verbs.reg_mr_errno = ENOMEM;
+    dev.srq->max = 200;
+    assert_int_equal(gfr_rdma_srq_reserve(&dev, 60), -ENOSPC);
+    assert_int_equal(dev.srq->promised, 50);
+    fake_verbs.reg_mr_errno = 0;
+    gfr_rdma_set_log(NULL, NULL);
+    gfr_rdma_srq_destroy(&dev);
+}
+
 /* A connection is found by its QP number, with a reference taken, while
  * it holds references; once its last is gone, or once it left the table,
  * a late completion finds nothing. */
@@ -106,6 +137,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_queue_grows_with_promises_up_to_its_maximum),
+        cmocka_unit_test(test_on_iwarp_every_promise_is_backed),
         cmocka_unit_test(test_a_connection_is_found_only_while_alive),
     };
     int failed;
