@@ -527,6 +527,10 @@ struct gfr_rdma_rxmsg {
     int data; /* a MSG or REPLY (not CREDIT, DONE, ERROR) */
     struct gfr_rdma_rx rx;
     struct gfr_rdma_pbuf *owned;
+    /* iWARP: the pull's sink, registered over owned for this transfer with
+     * remote write (rdma-rx.c's pull_sink_get), deregistered when the pull
+     * ends; NULL elsewhere. */
+    struct ibv_mr *sink_mr;
     struct gfr_rdma_offer *reply_to;
 };
 
@@ -774,6 +778,7 @@ struct gfr_rdma_rx_plan {
     struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
     int pulling;                     /* a transfer took the message (rdma-rx.c) */
     int refuse;                      /* could not pull it: answer ERROR (rdma-rx.c) */
+    int dropped;                     /* the connection ended before its pull began */
 };
 int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
                               struct gfr_rdma_rx_plan *plan, const char **reason);

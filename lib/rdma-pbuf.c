@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Pull buffers: where RDMA READ puts a message's bulk.  They need local
- * write access only (no peer ever gets an rkey for them), so they stay
+ * write access only (no peer ever gets an rkey for them; on iWARP, where a
+ * READ's sink needs remote write, rdma-rx.c registers the sink for its one
+ * transfer over the buffer), so they stay
  * registered and are reused: per poller thread, free lists by size class
  * (64 KiB, 256 KiB, 1 MiB, 4 MiB) that only that poller touches, so the
  * fast path takes no lock.  A buffer freed on another thread (a pool worker

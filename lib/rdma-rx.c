@@ -80,6 +80,9 @@ static void
 rx_release(struct gfr_rdma_rxmsg *m, int status)
 {
     gfr_rdma_rx_advance(m, GFR_RX_RELEASED);
+    if (m->sink_mr)
+        gfr_rdma_mr_deregister(m->conn, &m->sink_mr, 1);
+    m->sink_mr = NULL;
     if (m->owned)
         gfr_rdma_pbuf_put(m->owned);
     if (m->reply_to && status != -ECANCELED)
@@ -225,6 +228,9 @@ pull_finished(struct gfr_rdma_xfer *x, int status)
     int deliver_it;
 
     free(x);
+    if (d->m.sink_mr) /* the peer's access ends with the pull */
+        gfr_rdma_mr_deregister(conn, &d->m.sink_mr, 1);
+    d->m.sink_mr = NULL;
     if (status == -ECANCELED) {
         rx_release(&d->m, status);
         free(d);
@@ -250,11 +256,43 @@ pull_finished(struct gfr_rdma_xfer *x, int status)
 }
 
 /*
- * Starts pulling the read list of msg, checked as m, into a pull buffer
- * of this poller; the inline part is copied in front, so the receive
- * buffer can be reposted at once.  The message moves into a delivery of
- * its own (the pool job that will carry it), PULLING; m stays the
- * caller's only on failure.  The connection's poller thread, caller holds
+ * Where a message's read list is pulled to: a pull buffer of this poller
+ * with the inline part copied in front, so the receive buffer can be
+ * reposted at once.  An RDMA READ's sink needs remote write access on
+ * iWARP (its READ response is a tagged write into the sink), and a pull
+ * buffer is shared by every connection of its poller, so there the sink
+ * is registered for this one transfer with that access, over the buffer,
+ * and deregistered when the pull ends.  The connection's poller thread,
+ * no lock held (registering is slow, and submitters wait on conn->lock).
+ * 0 or -ENOMEM.
+ */
+static int
+pull_sink_get(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+              struct gfr_rdma_rxmsg *m)
+{
+    size_t head = msg->hdr.inline_len;
+    size_t bulk = msg->hdr.read_len;
+    struct gfr_rdma_pbuf *pbuf = gfr_rdma_pbuf_get(conn->poller, head + bulk);
+
+    if (!pbuf)
+        return -ENOMEM;
+    if (conn->dev->iwarp &&
+        gfr_rdma_mr_register(conn, pbuf->mem + head, bulk,
+                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                             &m->sink_mr) != 0) {
+        gfr_rdma_pbuf_put(pbuf);
+        return -ENOMEM;
+    }
+    memcpy(pbuf->mem, msg->payload, head);
+    m->owned = pbuf;
+    return 0;
+}
+
+/*
+ * Starts pulling the read list of msg, checked as m, into the sink
+ * pull_sink_get gave m.  The message moves into a delivery of its own
+ * (the pool job that will carry it), PULLING; m stays the caller's only on
+ * failure, with its sink.  The connection's poller thread, caller holds
  * conn->lock.  0, -ENOMEM, or -EPROTO.
  */
 static int
@@ -265,28 +303,21 @@ pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
     struct gfr_rdma_delivery *d = malloc(sizeof(*d));
     size_t head = msg->hdr.inline_len;
     size_t bulk = msg->hdr.read_len;
-    struct gfr_rdma_pbuf *pbuf = NULL;
-    uint8_t *buf;
+    uint8_t *buf = m->owned->mem;
+    uint32_t lkey = m->sink_mr ? m->sink_mr->lkey : m->owned->mr->lkey;
     int err = -ENOMEM;
 
-    if (x && d)
-        pbuf = gfr_rdma_pbuf_get(conn->poller, head + bulk);
-    if (!pbuf)
+    if (!x || !d)
         goto fail;
-    buf = pbuf->mem;
-    memcpy(buf, msg->payload, head);
     memcpy(x->remote, msg->read, msg->hdr.n_read * sizeof(x->remote[0]));
-    x->local[0] = (struct gfr_xfer_local){(uintptr_t)(buf + head), (uint32_t)bulk,
-                                          pbuf->mr->lkey};
+    x->local[0] = (struct gfr_xfer_local){(uintptr_t)(buf + head), (uint32_t)bulk, lkey};
     if (gfr_xfer_init(&x->plan, x->local, 1, x->remote, msg->hdr.n_read, bulk,
                       conn->engine->opts.segment_size) != 0) {
         /* The decoder checked the lengths; only a wrapping segment is left. */
-        gfr_rdma_pbuf_put(pbuf);
         err = -EPROTO;
         goto fail;
     }
     d->m = *m;
-    d->m.owned = pbuf;
     d->m.rx.head = buf;
     d->m.rx.bulk = buf + head;
     d->m.rx.bulk_len = bulk;
@@ -382,6 +413,7 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
     struct gfr_wire_msg msg;
     struct gfr_rdma_rx_plan plan = {0};
     const char *reason = "invalid message";
+    int sink_err = 0;
     int open;
     int err = 0;
 
@@ -402,8 +434,17 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
         m.reply_to = plan.reply_to;
         gfr_rdma_rx_advance(&m, GFR_RX_CHECKED);
         if (msg.hdr.n_read) {
-            if (pull_start_locked(conn, &msg, &m) == 0)
+            /* Its sink is found (and maybe registered) without the lock;
+             * this poller alone handles the connection's messages, so
+             * none overtakes it meanwhile. */
+            pthread_mutex_unlock(&conn->lock);
+            sink_err = pull_sink_get(conn, &msg, &m);
+            pthread_mutex_lock(&conn->lock);
+            if (!sink_err && conn->state != GFR_CONN_DISCONNECTING &&
+                pull_start_locked(conn, &msg, &m) == 0)
                 plan.pulling = 1;
+            else if (!sink_err && conn->state == GFR_CONN_DISCONNECTING)
+                plan.dropped = 1;
             else
                 plan.refuse = 1;
         } else if (is_data(&msg)) {
@@ -427,7 +468,9 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
         gfr_rdma_offer_pulled(conn, plan.done_for, plan.done_status);
     if (plan.reply_to)
         gfr_rdma_offer_revoke_writes(conn, plan.reply_to, msg.hdr.written);
-    if (plan.refuse) {
+    if (plan.dropped) {
+        rx_release(&m, -ENOTCONN); /* the connection ended meanwhile */
+    } else if (plan.refuse) {
         struct gfr_wire_hdr hdr = {.type = GFR_WIRE_ERROR, .xid = msg.hdr.xid,
                                    .written = ENOMEM};
 

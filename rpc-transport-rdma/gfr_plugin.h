@@ -75,6 +75,11 @@ struct gfr_trans {
     pthread_mutex_t lock;           /* guards conn, connected, offered, calls, *throttled */
     struct gfr_rdma_conn *conn;     /* the engine connection, or NULL */
     int connected;
+    /* Submissions that use conn without priv->lock (plugin-tx.c): the
+     * disconnected callback waits on no_submitter until none is left
+     * before it releases conn. */
+    unsigned submitting;
+    pthread_cond_t no_submitter;
     /* READ requests whose reply buffer the server may write into, from
      * submit until the engine's done (plugin-tx.c).  rpc-clnt's own record
      * of that buffer (MAP_XID_REQUEST's rsp_payload) points into the stack

@@ -7,7 +7,9 @@
  * Locking: priv->lock guards priv->conn and priv->connected; the engine
  * handle stays valid until gfr_rdma_conn_release, which only the
  * disconnected callback calls, after taking it out of priv->conn under the
- * lock; so whoever finds priv->conn under the lock may use it there.
+ * lock; so whoever finds priv->conn under the lock may use it there, and a
+ * submission, which counts itself in priv->submitting under the lock, may
+ * use it without the lock until it counts itself out (plugin-tx.c).
  * GlusterFS is never called with priv->lock held: rpc-clnt calls connect
  * and submit with its own conn->lock held, and its notify takes that lock.
  */
@@ -104,6 +106,10 @@ conn_disconnected(struct gfr_rdma_conn *conn, int reason, void *cb_arg)
     was_connected = priv->connected;
     priv->conn = NULL;
     priv->connected = 0;
+    /* A submission under way still uses conn (it fails at once: the
+     * connection has ended); it must be out before conn is released. */
+    while (priv->submitting)
+        pthread_cond_wait(&priv->no_submitter, &priv->lock);
     pthread_mutex_unlock(&priv->lock);
     if (reason && (was_connected || priv->role == GFR_TRANS_ACCEPTED))
         gf_msg(this->name, GF_LOG_INFO, -reason, GFR_MSG_DISCONNECTED,
@@ -244,6 +250,7 @@ free_accepted(rpc_transport_t *new)
         gfr_call_limit_clear(&npriv->calls);
         gfr_plugin_engine_put(npriv->engine);
         pthread_mutex_destroy(&npriv->lock);
+        pthread_cond_destroy(&npriv->no_submitter);
         free(npriv);
     }
     if (new->options)
@@ -295,6 +302,7 @@ accept_conn(struct gfr_rdma_listener *listener, struct gfr_rdma_conn *conn, void
     npriv->trans = new;
     npriv->role = GFR_TRANS_ACCEPTED;
     pthread_mutex_init(&npriv->lock, NULL);
+    pthread_cond_init(&npriv->no_submitter, NULL);
     CDS_INIT_LIST_HEAD(&npriv->offered);
     gfr_plugin_calls_init(npriv, this->options);
     npriv->conn = conn;

@@ -20,7 +20,8 @@
  * room left still arrives, as a read list.
  *
  * Called by rpc-clnt with its conn->lock held and by rpcsvc from any
- * thread; takes priv->lock around the engine call (see plugin-conn.c).
+ * thread; takes priv->lock to find the connection and count itself a
+ * submitter, and calls the engine without it (see plugin-conn.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ tx_done(void *cb_arg, int status)
 {
     struct gfr_tx *tx = cb_arg;
 
-    (void)status; /* a failed send has ended its connection: rpc-clnt sees it */
+    (void)status; /* a failed send has ended its connection (the engine ends a
+                   * connection whose post fails): rpc-clnt sees it */
     if (tx->listed) {
         pthread_mutex_lock(&tx->priv->lock);
         cds_list_del(&tx->link);
@@ -112,6 +114,7 @@ submit_record(rpc_transport_t *this, const struct record *r)
     struct iovec head[1 + 2 * MAX_IOVEC];
     uint8_t inline_prefix[GFR_FRAME_PREFIX];
     struct gfr_rdma_msg m = {.is_reply = r->is_reply};
+    struct gfr_rdma_conn *conn;
     struct gfr_tx *tx = NULL;
     size_t header_len, payload_len;
     int offer, err;
@@ -134,15 +137,16 @@ submit_record(rpc_transport_t *this, const struct record *r)
     m.bulk_cnt = (unsigned)msg->progpayloadcount;
 
     pthread_mutex_lock(&priv->lock);
-    if (!priv->conn) {
+    conn = priv->conn;
+    if (!conn) {
         pthread_mutex_unlock(&priv->lock);
         return -ENOTCONN;
     }
     /* Only READ offers a reply buffer, and only one. */
     offer = r->offer_cnt == 1 &&
-            r->offer->iov_len + REPLY_HEADER_ROOM > gfr_rdma_max_inline(priv->conn);
+            r->offer->iov_len + REPLY_HEADER_ROOM > gfr_rdma_max_inline(conn);
     if (!offer && GFR_FRAME_PREFIX + header_len + payload_len <=
-                      gfr_rdma_max_inline(priv->conn)) {
+                      gfr_rdma_max_inline(conn)) {
         head[0].iov_base = inline_prefix; /* copied before submit returns */
     } else {
         tx = calloc(1, sizeof(*tx));
@@ -166,14 +170,21 @@ submit_record(rpc_transport_t *this, const struct record *r)
         m.cb_arg = tx;
     }
     gfr_frame_prefix(head[0].iov_base, (uint32_t)header_len);
-    err = gfr_rdma_submit(priv->conn, &m);
+    /* The engine registers memory in submit: not under priv->lock, which
+     * the pollers' tx_done and every other submission need. */
+    priv->submitting++;
+    pthread_mutex_unlock(&priv->lock);
+    err = gfr_rdma_submit(conn, &m);
     if (!err) /* statedump's bytes written (GlusterFS reads it unlocked) */
         __atomic_fetch_add(&this->total_bytes_write, (uint64_t)(header_len + payload_len),
                            __ATOMIC_RELAXED);
+    pthread_mutex_lock(&priv->lock);
     if (err && tx && tx->listed) {
         cds_list_del(&tx->link);
         tx->listed = 0;
     }
+    if (--priv->submitting == 0)
+        pthread_cond_broadcast(&priv->no_submitter);
     pthread_mutex_unlock(&priv->lock);
     if (err && tx)
         tx_done(tx, err); /* never called by the engine for a failed submit */

@@ -53,6 +53,7 @@ init(rpc_transport_t *this)
     priv->trans = this;
     priv->role = GFR_TRANS_NEW;
     pthread_mutex_init(&priv->lock, NULL);
+    pthread_cond_init(&priv->no_submitter, NULL);
     CDS_INIT_LIST_HEAD(&priv->offered);
     gfr_call_limit_init(&priv->calls, 0); /* accepted transports set theirs */
     this->private = priv;
@@ -73,6 +74,7 @@ fini(rpc_transport_t *this)
     gfr_plugin_engine_put(priv->engine);
     gfr_call_limit_clear(&priv->calls);
     pthread_mutex_destroy(&priv->lock);
+    pthread_cond_destroy(&priv->no_submitter);
     free(priv);
     this->private = NULL;
 }

@@ -125,6 +125,11 @@ struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int ac
     if (!mr)
         return NULL;
     *mr = (struct ibv_mr){.pd = pd, .addr = addr, .length = length};
+    mr->lkey = mr->rkey = ++fake_verbs.next_key;
+    if (mr->lkey < FAKE_MAX_KEYS) {
+        fake_verbs.access_of[mr->lkey] = access;
+        fake_verbs.live_key[mr->lkey] = 1;
+    }
     fake_verbs.registered++;
     fake_verbs.last_access = access;
     return mr;
@@ -143,6 +148,8 @@ int
 ibv_dereg_mr(struct ibv_mr *mr)
 {
     fake_verbs.deregistered++;
+    if (mr->lkey < FAKE_MAX_KEYS)
+        fake_verbs.live_key[mr->lkey] = 0;
     free(mr);
     return 0;
 }

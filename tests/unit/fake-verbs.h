@@ -27,6 +27,13 @@ struct fake_verbs {
     int posts_fail_in_error;
     unsigned registered;   /* ibv_reg_mr */
     int last_access;       /* the access flags of the last ibv_reg_mr */
+    /* Each MR gets lkey = rkey = a number of its own (from 1); the access
+     * it was registered with, by key (keys up to FAKE_MAX_KEYS), and
+     * whether it is still registered. */
+#define FAKE_MAX_KEYS 256
+    uint32_t next_key;
+    int access_of[FAKE_MAX_KEYS];
+    int live_key[FAKE_MAX_KEYS];
     unsigned deregistered; /* ibv_dereg_mr */
     unsigned srq_posts;    /* ibv_post_srq_recv */
     unsigned recv_posts;   /* ibv_post_recv */

@@ -267,44 +267,148 @@ count_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, void *c
 
 static const struct gfr_rdma_conn_ops counting_ops = {.received = count_received};
 
+static struct gfr_rdma_poller poller;
+
+/* Receive buffers of the connection's own, and a poller (with its pull
+ * buffers) on the test device. */
+static void
+give_receives(struct gfr_rdma_conn *conn)
+{
+    uint32_t size = test_engine.opts.inline_max;
+
+    conn->recv_buf = calloc(conn->nrecv, size);
+    conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
+    conn->recv_mr = (ibv_reg_mr)(NULL, conn->recv_buf, (size_t)conn->nrecv * size, 0);
+    for (uint32_t i = 0; i < conn->nrecv; i++)
+        conn->recv_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i, .kind = GFR_WR_RECV};
+    memset(&poller, 0, sizeof(poller));
+    poller.dev = &test_dev;
+    __cds_wfcq_init(&poller.pbuf_returns_head, &poller.pbuf_returns_tail);
+    conn->poller = &poller;
+    conn->ops = &counting_ops;
+}
+
+static void
+free_receives(struct gfr_rdma_conn *conn)
+{
+    gfr_rdma_pbuf_drain(&poller);
+    ibv_dereg_mr(conn->recv_mr);
+    free(conn->recv_buf);
+    free(conn->recv_wr);
+}
+
 /*
  * A receive completion of the connection's own buffer 0, which holds a
- * complete MSG, as the poller hands it on: opcode says what consumed the
- * buffer.  The connection gets receive buffers of its own for this.
+ * complete MSG of xid 7 (with a read list of read_len bytes when that is
+ * not 0), as the poller hands it on: opcode says what consumed the buffer.
  */
 static void
-complete_receive(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode)
+complete_msg(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode, uint32_t read_len)
 {
-    static struct gfr_rdma_poller poller;
-    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 7, .inline_len = 4};
+    struct gfr_wire_seg read = {.addr = 0x100000, .rkey = 99, .length = read_len};
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 7, .inline_len = 4,
+                               .n_read = read_len ? 1 : 0};
     uint32_t size = test_engine.opts.inline_max;
+    size_t hdr_len = gfr_wire_hdr_len(hdr.n_read, 0);
     struct ibv_wc wc = {.status = IBV_WC_SUCCESS, .opcode = opcode,
-                        .byte_len = GFR_WIRE_HDR_SIZE + 4};
+                        .byte_len = (uint32_t)hdr_len + 4};
 
-    if (!conn->recv_buf) {
-        conn->recv_buf = calloc(conn->nrecv, size);
-        conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
-        conn->recv_mr = (ibv_reg_mr)(NULL, conn->recv_buf, (size_t)conn->nrecv * size, 0);
-        for (uint32_t i = 0; i < conn->nrecv; i++)
-            conn->recv_wr[i] = (struct gfr_rdma_wr){.conn = conn, .slot = i,
-                                                    .kind = GFR_WR_RECV};
-        conn->poller = &poller;
-        conn->ops = &counting_ops;
-    }
-    assert_int_equal(gfr_wire_encode(&hdr, NULL, NULL, conn->recv_buf, size),
-                     GFR_WIRE_HDR_SIZE);
-    memcpy(conn->recv_buf + GFR_WIRE_HDR_SIZE, "data", 4);
+    if (!conn->recv_buf)
+        give_receives(conn);
+    assert_int_equal(gfr_wire_encode(&hdr, &read, NULL, conn->recv_buf, size), hdr_len);
+    memcpy(conn->recv_buf + hdr_len, "data", 4);
     wc.wr_id = (uintptr_t)&conn->recv_wr[0];
     gfr_rdma_conn_get(conn); /* the receive's reference, dropped by the completion */
     gfr_rdma_cq_complete(NULL, &wc);
 }
 
 static void
-free_receives(struct gfr_rdma_conn *conn)
+complete_receive(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode)
 {
-    ibv_dereg_mr(conn->recv_mr);
-    free(conn->recv_buf);
-    free(conn->recv_wr);
+    complete_msg(conn, opcode, 0);
+}
+
+static int lock_was_free;
+
+/* ibv_reg_mr's hook: may the connection's lock be taken now? */
+static void
+note_lock(void *arg)
+{
+    struct gfr_rdma_conn *conn = arg;
+
+    lock_was_free = pthread_mutex_trylock(&conn->lock) == 0;
+    if (lock_was_free)
+        pthread_mutex_unlock(&conn->lock);
+}
+
+/* The READ of the read list: its sink's registration, its completion. */
+static const struct ibv_send_wr *
+posted_read(void)
+{
+    for (unsigned i = 0; i < fake_verbs.posts && i < FAKE_MAX_SENT; i++)
+        if (fake_verbs.sent[i].opcode == IBV_WR_RDMA_READ)
+            return &fake_verbs.sent[i];
+    fail_msg("no RDMA READ was posted");
+    return NULL;
+}
+
+/* A message whose read list needs a pull buffer not yet registered: the
+ * buffer is registered without the connection's lock, which submitters
+ * wait on.  The sink takes local write access only (no peer is given its
+ * key), and no per-transfer registration is made. */
+static void
+test_a_pull_buffer_is_registered_without_the_lock(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    const struct ibv_send_wr *rd;
+    unsigned regs;
+
+    (void)state;
+    received_calls = 0;
+    give_receives(conn);
+    regs = fake_verbs.registered;
+    lock_was_free = -1;
+    fake_verbs.on_reg_mr = note_lock;
+    fake_verbs.on_reg_mr_arg = conn;
+    complete_msg(conn, IBV_WC_RECV, 100000);
+    fake_verbs.on_reg_mr = NULL;
+    assert_int_equal(lock_was_free, 1);
+    assert_int_equal(fake_verbs.registered, regs + 1);
+    rd = posted_read();
+    assert_int_equal(fake_verbs.access_of[rd->sg_list->lkey], IBV_ACCESS_LOCAL_WRITE);
+    gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)rd->wr_id, 1);
+    gfr_rdma_conn_put(conn); /* the READ's reference */
+    assert_int_equal(received_calls, 1);
+    free_receives(conn);
+    free_conn(conn);
+}
+
+/* iWARP: an RDMA READ's sink must allow remote write (the READ response is
+ * a tagged write into it).  Pull buffers are shared by a poller's
+ * connections, so the sink is registered for the one transfer with that
+ * access, and deregistered once the pull is over. */
+static void
+test_on_iwarp_a_read_sink_is_registered_for_its_transfer(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    const struct ibv_send_wr *rd;
+    uint32_t sink;
+
+    (void)state;
+    received_calls = 0;
+    test_dev.iwarp = 1;
+    complete_msg(conn, IBV_WC_RECV, 100000);
+    rd = posted_read();
+    sink = rd->sg_list->lkey;
+    assert_int_equal(fake_verbs.access_of[sink],
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    assert_true(fake_verbs.live_key[sink]);
+    gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)rd->wr_id, 1);
+    gfr_rdma_conn_put(conn);
+    assert_false(fake_verbs.live_key[sink]);
+    assert_int_equal(received_calls, 1);
+    free_receives(conn);
+    free_conn(conn);
 }
 
 /* A receive consumed by an RDMA WRITE with immediate data holds the bytes
@@ -448,6 +552,8 @@ main(void)
         cmocka_unit_test(test_sending_without_a_credit_is_a_violation),
         cmocka_unit_test(test_a_failed_post_gives_everything_back_and_ends_the_connection),
         cmocka_unit_test(test_only_a_send_is_read_as_a_message),
+        cmocka_unit_test(test_a_pull_buffer_is_registered_without_the_lock),
+        cmocka_unit_test(test_on_iwarp_a_read_sink_is_registered_for_its_transfer),
         cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
         cmocka_unit_test(test_messages_about_a_connection_name_its_peer),
         cmocka_unit_test(test_a_received_message_moves_only_by_its_documented_steps),
