@@ -21,6 +21,8 @@
 #include <poll.h>
 #include <string.h>
 
+#include <urcu/uatomic.h>
+
 #include "rdma-internal.h"
 
 /* Fills pfds and devs with the async fds of up to max devices still
@@ -140,6 +142,22 @@ has_qp(const struct gfr_rdma_conn *conn, const void *arg)
     return conn->qp == arg;
 }
 
+/* A QP on the SRQ in the error state takes no more receive buffers, and
+ * the completions of those it took are in the CQ: its connection may go
+ * on to the CQ pass before its QP is destroyed (gfr_rdma_conn_quiesce).
+ * Takes engine->lock; the QP is alive, as only this thread destroys QPs. */
+static void
+last_wqe_reached(struct gfr_rdma *engine, const struct ibv_qp *qp)
+{
+    struct gfr_rdma_conn *conn;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(conn, &engine->conns, link)
+        if (conn->qp == qp)
+            uatomic_set(&conn->last_wqe_reached, 1);
+    pthread_mutex_unlock(&engine->lock);
+}
+
 static void
 handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv_async_event *ev)
 {
@@ -174,12 +192,15 @@ handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv
             gfr_rdma_log("%s: %s on QP %u: its connection disconnected", name,
                          ibv_event_type_str(ev->event_type), ev->element.qp->qp_num);
         break;
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        last_wqe_reached(engine, ev->element.qp);
+        break;
     case IBV_EVENT_SRQ_ERR:
         gfr_rdma_log("%s: %s: the shared receive queue is broken; its connections end "
                      "as their receives fail", name, ibv_event_type_str(ev->event_type));
         break;
     default:
-        break; /* COMM_EST, LAST_WQE_REACHED, SRQ_LIMIT_REACHED, GID_CHANGE, ... */
+        break; /* COMM_EST, SRQ_LIMIT_REACHED, GID_CHANGE, ... */
     }
 }
 

@@ -446,7 +446,61 @@ conn_free(struct gfr_rdma_conn *conn)
     free(conn);
 }
 
-/* CM thread only, once the last reference is gone. */
+/* How long a QP on the SRQ is given for IBV_EVENT_QP_LAST_WQE_REACHED
+ * (rxe does not raise it, and leaves late completions in the CQ), and its
+ * poller for a pass over the CQ (a poller whose CQ broke makes none). */
+#define LAST_WQE_WAIT_NS (100 * 1000000ull)
+#define CQ_PASS_WAIT_NS (2000 * 1000000ull)
+
+/*
+ * May the connection's QP be destroyed now?  A QP on the device's SRQ may
+ * have taken receive buffers whose completions are not yet polled, and
+ * some providers (mlx5) remove a destroyed QP's completions from the CQ
+ * and return the buffers to the SRQ's own free list: buffers the engine
+ * would never see again, nor repost, while it still counts them.  So
+ * first the QP, in the error state since it failed, reports
+ * IBV_EVENT_QP_LAST_WQE_REACHED (it takes no more buffers and their
+ * completions are in the CQ; waited for LAST_WQE_WAIT_NS at most), then
+ * the poller makes a pass over the CQ, handing on every completion in it
+ * (a late one finds no connection and only reposts its buffer).  1 once
+ * both are done (at once without an SRQ or a QP), else 0: the CM thread
+ * asks again on its next tick.  CM thread only, once the last reference
+ * is gone.
+ */
+int
+gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns)
+{
+    if (!conn->qp || !conn->dev || !conn->dev->srq || !conn->poller)
+        return 1;
+    switch (conn->quiesce) {
+    case GFR_QUIESCE_START:
+        conn->quiesce = GFR_QUIESCE_LAST_WQE;
+        conn->quiesce_since_ns = now_ns;
+        /* fall through */
+    case GFR_QUIESCE_LAST_WQE:
+        if (!uatomic_read(&conn->last_wqe_reached) &&
+            now_ns - conn->quiesce_since_ns < LAST_WQE_WAIT_NS)
+            return 0;
+        conn->quiesce = GFR_QUIESCE_CQ_PASS;
+        conn->quiesce_since_ns = now_ns;
+        conn->cq_pass_from = gfr_rdma_poller_pass_begin(conn->poller);
+        /* fall through */
+    case GFR_QUIESCE_CQ_PASS:
+        if (gfr_rdma_poller_passed(conn->poller, conn->cq_pass_from))
+            return 1;
+        if (now_ns - conn->quiesce_since_ns < CQ_PASS_WAIT_NS)
+            return 0;
+        gfr_rdma_conn_log(conn, "poller %u made no pass over its completion queue within "
+                          "%llu ms: destroying QP %u without it (a receive buffer it took "
+                          "may be lost)", conn->poller->index,
+                          (unsigned long long)(CQ_PASS_WAIT_NS / 1000000), conn->qp->qp_num);
+        return 1;
+    }
+    return 1;
+}
+
+/* CM thread only, once the last reference is gone and gfr_rdma_conn_quiesce
+ * said yes. */
 void
 gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
 {

@@ -18,20 +18,27 @@
 #include "gfr_clock.h"
 #include "rdma-internal.h"
 
+/*
+ * Finalizes the connections whose last reference is gone, once their QP
+ * may be destroyed (gfr_rdma_conn_quiesce): those that must wait stay on
+ * engine->quiescing, looked at again on every tick.  CM thread.
+ */
 static void
 reap_all(struct gfr_rdma *engine)
 {
-    for (;;) {
-        struct gfr_rdma_conn *conn = NULL;
+    struct gfr_rdma_conn *conn;
+    struct gfr_rdma_conn *tmp;
+    uint64_t now = gfr_now_ns();
 
-        pthread_mutex_lock(&engine->lock);
-        if (!cds_list_empty(&engine->reap)) {
-            conn = cds_list_first_entry(&engine->reap, struct gfr_rdma_conn, reap_link);
-            cds_list_del(&conn->reap_link);
-        }
-        pthread_mutex_unlock(&engine->lock);
-        if (!conn)
-            return;
+    pthread_mutex_lock(&engine->lock);
+    cds_list_splice(&engine->reap, engine->quiescing.prev);
+    CDS_INIT_LIST_HEAD(&engine->reap);
+    CDS_INIT_LIST_HEAD(&engine->quiescing);
+    pthread_mutex_unlock(&engine->lock);
+    cds_list_for_each_entry_safe(conn, tmp, &engine->quiescing, reap_link) {
+        if (!gfr_rdma_conn_quiesce(conn, now))
+            continue;
+        cds_list_del(&conn->reap_link);
         gfr_rdma_conn_finalize(conn);
     }
 }
@@ -583,6 +590,8 @@ tick_ms(struct gfr_rdma *engine)
     if (!cds_list_empty(&engine->removed) || !cds_list_empty(&engine->closing) ||
         !cds_list_empty(&engine->reap))
         ms = 100;
+    if (!cds_list_empty(&engine->quiescing)) /* the CM thread's own list */
+        ms = 10;
     cds_list_for_each_entry(listener, &engine->listeners, link)
         if (!listener->id)
             ms = 100;
@@ -677,6 +686,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     CDS_INIT_LIST_HEAD(&engine->closing);
     pthread_cond_init(&engine->closed, NULL);
     CDS_INIT_LIST_HEAD(&engine->reap);
+    CDS_INIT_LIST_HEAD(&engine->quiescing);
     CDS_INIT_LIST_HEAD(&engine->dead);
     engine->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     engine->channel = rdma_create_event_channel();

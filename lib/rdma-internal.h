@@ -140,6 +140,10 @@ struct gfr_rdma_poller {
     /* Written by any thread (uatomic): submitters kicking it awake,
      * relays started, handlers run on the poller thread. */
     uint64_t st_kicks, st_relays, st_direct;
+    /* Polls that found the CQ empty: written by the poll_lock holder
+     * alone (CMM_STORE_SHARED), read by the CM thread, whose CQ pass
+     * (gfr_rdma_poller_pass_begin) waits for two more. */
+    unsigned long empty_polls;
 
     /* Polling where a reply is expected (rdma-poller.c), uatomic, any
      * thread: requests of its client connections waiting for replies, the
@@ -477,6 +481,18 @@ struct gfr_rdma_conn {
      * engine->note_lock. */
     unsigned long nerrors;
     char last_error[GFR_RDMA_ERROR_STR];
+    /* Before a QP on the device's SRQ is destroyed (gfr_rdma_conn_quiesce):
+     * IBV_EVENT_QP_LAST_WQE_REACHED seen (uatomic, set by the CM thread),
+     * the stage, since when, and the poller's empty polls when its CQ pass
+     * began.  CM thread. */
+    int last_wqe_reached;
+    enum gfr_quiesce {
+        GFR_QUIESCE_START,
+        GFR_QUIESCE_LAST_WQE, /* waiting for the event */
+        GFR_QUIESCE_CQ_PASS,  /* waiting for the poller to empty the CQ */
+    } quiesce;
+    uint64_t quiesce_since_ns;
+    unsigned long cq_pass_from;
     int finalized; /* verbs resources gone; under engine->lock */
     int released;  /* the owner let go; under engine->lock */
 };
@@ -581,6 +597,10 @@ struct gfr_rdma {
     struct cds_list_head closing; /* listeners the CM thread is to destroy */
     pthread_cond_t closed;        /* signalled when it has destroyed them */
     struct cds_list_head reap;
+    /* Reaped connections whose QP is not yet destroyed: waiting for their
+     * last SRQ completions (gfr_rdma_conn_quiesce).  CM thread only,
+     * linked by reap_link. */
+    struct cds_list_head quiescing;
     struct cds_list_head dead; /* finalized, not yet released */
     /* transport.rdma.latency-stats (rdma-trace.c): the stage histograms
      * (atomic adds from any thread) and the calls they could not time. */
@@ -709,6 +729,8 @@ void gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns);
 void gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n);
 void gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job);
 int gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns);
+unsigned long gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p);
+int gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from);
 
 /* rdma-qp.c: references, failing and draining, the send-queue ring */
 void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
@@ -803,6 +825,7 @@ void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
 int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
                             const struct gfr_cm_params *peer);
 void gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn);
+int gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
 int gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len);

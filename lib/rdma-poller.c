@@ -136,6 +136,8 @@ poll_once(struct gfr_rdma_poller *p)
     int n = ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
 
     POLLER_ADD(p, st_polls, 1);
+    if (n == 0)
+        POLLER_ADD(p, empty_polls, 1);
     if (n <= 0)
         return n;
     POLLER_ADD(p, st_completions, (uint64_t)n);
@@ -385,6 +387,30 @@ gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns)
     }
     pthread_mutex_unlock(&engine->lock);
     return active;
+}
+
+/*
+ * A pass over p's CQ: every completion in the CQ now is handed on before
+ * gfr_rdma_poller_passed(p, the returned value) is true.  A poll that
+ * finds the CQ empty counts (empty_polls); the second one after this began
+ * after it, so what was in the CQ now has been taken.  The poller is
+ * kicked, so that one asleep polls at once.  Any thread (the CM thread,
+ * before destroying a QP whose completions must not be lost).
+ */
+unsigned long
+gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p)
+{
+    unsigned long from = CMM_LOAD_SHARED(p->empty_polls);
+
+    cmm_smp_mb();
+    kick(p);
+    return from;
+}
+
+int
+gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from)
+{
+    return CMM_LOAD_SHARED(p->empty_polls) - from >= 2;
 }
 
 /* Stops p's thread, waits for a relay to end, and frees its CQ, channel

@@ -263,6 +263,25 @@ test_on_iwarp_the_qp_moves_under_the_lock(void **state)
     free_conn(&a);
 }
 
+/* IBV_EVENT_QP_LAST_WQE_REACHED marks its QP's connection (which may then
+ * have its QP destroyed after a pass over the CQ), and ends nothing. */
+static void
+test_last_wqe_reached_marks_its_connection(void **state)
+{
+    struct test_conn a, b;
+
+    (void)state;
+    make_conn(&a, 0, 1, 1);
+    make_conn(&b, 0, 1, 1);
+    queue_event(IBV_EVENT_QP_LAST_WQE_REACHED, &b.qp, 0);
+    gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
+    assert_int_equal(a.conn->last_wqe_reached, 0);
+    assert_int_equal(b.conn->last_wqe_reached, 1);
+    assert_false(ended(&a) || ended(&b));
+    free_conn(&a);
+    free_conn(&b);
+}
+
 /* More connections than one batch of end_conns: all of them end. */
 static void
 test_port_err_ends_more_than_a_batch(void **state)
@@ -376,6 +395,7 @@ main(void)
         cmocka_unit_test_setup(test_port_err_ends_more_than_a_batch, setup),
         cmocka_unit_test_setup(test_a_flush_seen_first_carries_the_faults_reason, setup),
         cmocka_unit_test_setup(test_on_iwarp_the_qp_moves_under_the_lock, setup),
+        cmocka_unit_test_setup(test_last_wqe_reached_marks_its_connection, setup),
         cmocka_unit_test_setup(test_qp_fatal_ends_its_connection, setup),
         cmocka_unit_test_setup(test_device_fatal_ends_the_devices_connections, setup),
         cmocka_unit_test_setup(test_harmless_events_end_nothing, setup),

@@ -14,8 +14,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <urcu/uatomic.h>
 
 #include "fake-verbs.h"
 #include "test-conn.h"
@@ -173,6 +176,57 @@ test_the_keepalive_probe_proves_the_peer_alive(void **state)
     test_conn_free(conn);
 }
 
+/*
+ * Before a QP on the SRQ is destroyed, the receive buffers it took must
+ * all come back through the CQ (mlx5 drops a destroyed QP's unpolled
+ * completions, and their buffers with them): the QP reports its last
+ * work request (or 100 ms pass: rxe never does), then the poller makes a
+ * pass over the CQ (two empty polls after it was asked).
+ */
+static void
+test_a_qp_on_the_srq_waits_for_its_last_receives(void **state)
+{
+    struct gfr_rdma_srq srq = {0};
+    struct gfr_rdma_conn *conn = make_conn();
+    uint64_t count;
+
+    (void)state;
+    test_dev.srq = &srq;
+    conn->qp = &fake_qp;
+    poller.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    poller.empty_polls = 7;
+
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 1000), 0);
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 2000), 0);
+    assert_int_equal(read(poller.kick_fd, &count, sizeof(count)), -1); /* not yet asked */
+    uatomic_set(&conn->last_wqe_reached, 1);
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 3000), 0);
+    assert_int_equal(read(poller.kick_fd, &count, sizeof(count)), sizeof(count)); /* kicked */
+    poller.empty_polls++; /* a poll that may have begun before the ask */
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 4000), 0);
+    poller.empty_polls++;
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 5000), 1);
+
+    /* No event within 100 ms: the pass is asked for all the same. */
+    conn->quiesce = GFR_QUIESCE_START;
+    conn->last_wqe_reached = 0;
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 0), 0);
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 99 * 1000000ull), 0);
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 100 * 1000000ull), 0);
+    assert_int_equal(conn->quiesce, GFR_QUIESCE_CQ_PASS);
+    /* A poller that never polls again: given up after 2 s, and said. */
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 2099 * 1000000ull), 0);
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 2100 * 1000000ull), 1);
+
+    /* Without an SRQ, receives are the connection's own: no wait. */
+    test_dev.srq = NULL;
+    conn->quiesce = GFR_QUIESCE_START;
+    assert_int_equal(gfr_rdma_conn_quiesce(conn, 0), 1);
+    close(poller.kick_fd);
+    conn->qp = NULL;
+    test_conn_free(conn);
+}
+
 int
 main(void)
 {
@@ -183,6 +237,7 @@ main(void)
         cmocka_unit_test(test_the_ack_timeout_is_set_only_where_it_means_something),
         cmocka_unit_test(test_the_peer_starts_from_the_agreed_window),
         cmocka_unit_test(test_the_keepalive_probe_proves_the_peer_alive),
+        cmocka_unit_test(test_a_qp_on_the_srq_waits_for_its_last_receives),
     };
 
     return cmocka_run_group_tests_name("rdma-conn", tests, NULL, NULL);

@@ -439,6 +439,35 @@ test_a_sender_kicks_a_sleeping_poller(void **state)
     stop();
 }
 
+/* A pass over the CQ (before a QP on the SRQ is destroyed): completions
+ * in the CQ when it was asked for have been handed on once it is done,
+ * even on a poller asleep with no event to wake it. */
+static void
+test_a_cq_pass_hands_on_what_was_in_the_cq(void **state)
+{
+    unsigned long from;
+    int seen1 = 0, seen2 = 0;
+
+    (void)state;
+    start(GFR_POLL_EVENT);
+    WAIT_UNTIL(uatomic_read(&poller.asleep));
+    pthread_mutex_lock(&cq_lock);
+    queued[nqueued++] = (struct ibv_wc){.wr_id = 1, .status = IBV_WC_SUCCESS};
+    queued[nqueued++] = (struct ibv_wc){.wr_id = 2, .status = IBV_WC_SUCCESS};
+    armed = 0; /* no event: only the pass's kick wakes the poller */
+    pthread_mutex_unlock(&cq_lock);
+    from = gfr_rdma_poller_pass_begin(&poller);
+    WAIT_UNTIL(gfr_rdma_poller_passed(&poller, from));
+    pthread_mutex_lock(&log_lock);
+    for (unsigned i = 0; i < nevents; i++) {
+        seen1 |= strcmp(events[i], "w1") == 0;
+        seen2 |= strcmp(events[i], "w2") == 0;
+    }
+    pthread_mutex_unlock(&log_lock);
+    assert_true(seen1 && seen2);
+    stop();
+}
+
 /* Each poller's CQ takes its own completion vector, round the device's
  * vectors, so that their interrupts do not all land on one core. */
 static void
@@ -468,6 +497,7 @@ main(void)
         cmocka_unit_test(test_a_long_handler_gets_a_relay_from_the_watch),
         cmocka_unit_test(test_a_sender_kicks_a_sleeping_poller),
         cmocka_unit_test(test_cqs_spread_over_completion_vectors),
+        cmocka_unit_test(test_a_cq_pass_hands_on_what_was_in_the_cq),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
