@@ -192,6 +192,11 @@ handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv
             gfr_rdma_log("%s: %s on QP %u: its connection disconnected", name,
                          ibv_event_type_str(ev->event_type), ev->element.qp->qp_num);
         break;
+    case IBV_EVENT_CQ_ERR:
+        for (unsigned i = 0; i < dev->npollers; i++)
+            if (dev->pollers[i].cq == ev->element.cq)
+                gfr_rdma_poller_broken(&dev->pollers[i], ibv_event_type_str(ev->event_type));
+        break;
     case IBV_EVENT_QP_LAST_WQE_REACHED:
         last_wqe_reached(engine, ev->element.qp);
         break;

@@ -4,10 +4,14 @@
  * the receive side, SENDs (and the drain and keepalives) to the send
  * side, READs and WRITEs to their transfer.  A failed work request ends
  * its connection, with a message that says which one failed and how.
- * Poller threads.
+ * Poller threads; and the CM thread, for the connections of a CQ that
+ * broke, whose work requests it completes as flushed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
+
+#include <urcu/uatomic.h>
 
 #include "rdma-internal.h"
 
@@ -123,6 +127,7 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
     }
     switch (ctx->kind) {
     case GFR_WR_RECV:
+        ctx->posted = 0;
         if (ok && received_a_send(conn, wc))
             gfr_rdma_rx_handle(conn, conn->recv_buf +
                                   (size_t)ctx->slot * conn->engine->opts.inline_max,
@@ -138,4 +143,111 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         break;
     }
     gfr_rdma_conn_put(conn);
+}
+
+/*
+ * Completes every work request of conn as flushed, through the usual path
+ * (gfr_rdma_cq_complete): its send-queue entries in the order they were
+ * posted, each retiring itself, and its own posted receives.  For a
+ * connection whose CQ is broken, which will never deliver them.  CM
+ * thread, holding the poller's poll_lock (no completion of this CQ is
+ * being handled meanwhile).  0 or -ENOMEM (nothing done).
+ */
+static int
+complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
+{
+    struct gfr_rdma_wr **ctx;
+    unsigned n = 0;
+
+    pthread_mutex_lock(&conn->lock);
+    ctx = malloc(((size_t)conn->sq_count + conn->nrecv + 1) * sizeof(*ctx));
+    if (ctx) {
+        for (uint32_t i = 0; i < conn->sq_count; i++)
+            ctx[n++] = conn->sq_ring[(conn->sq_head + i) % conn->sq_size];
+        for (uint32_t i = 0; conn->recv_wr && i < conn->nrecv; i++)
+            if (conn->recv_wr[i].posted)
+                ctx[n++] = &conn->recv_wr[i];
+    }
+    pthread_mutex_unlock(&conn->lock);
+    if (!ctx)
+        return -ENOMEM;
+    for (unsigned i = 0; i < n; i++) {
+        struct ibv_wc wc = {.wr_id = (uintptr_t)ctx[i], .status = IBV_WC_WR_FLUSH_ERR};
+
+        gfr_rdma_cq_complete(p, &wc);
+    }
+    free(ctx);
+    return 0;
+}
+
+/*
+ * Ends the connections on a broken CQ and completes their work requests
+ * as flushed, so that each ends and is reported to its owner instead of
+ * waiting for completions that cannot come.  Receive buffers of the SRQ
+ * its QPs had taken are lost with the CQ (said).  1 when done, 0 to try
+ * again (the poller still holds poll_lock, or no memory).  CM thread.
+ */
+static int
+abandon(struct gfr_rdma *engine, struct gfr_rdma_poller *p)
+{
+    struct gfr_rdma_conn *batch[64];
+    const unsigned max = sizeof(batch) / sizeof(batch[0]);
+    unsigned ended = 0, n, skip;
+    int done = 1;
+
+    if (pthread_mutex_trylock(&p->poll_lock) != 0)
+        return 0;
+    do {
+        struct gfr_rdma_conn *conn;
+
+        n = 0;
+        skip = ended;
+        pthread_mutex_lock(&engine->lock);
+        cds_list_for_each_entry(conn, &engine->conns, link) {
+            if (conn->poller != p)
+                continue;
+            if (skip) {
+                skip--;
+                continue;
+            }
+            batch[n++] = conn;
+            if (n == max)
+                break;
+        }
+        pthread_mutex_unlock(&engine->lock);
+        for (unsigned i = 0; i < n; i++) {
+            gfr_rdma_conn_fault(batch[i], -EIO);
+            gfr_rdma_conn_fail(batch[i], -EIO);
+            if (complete_as_flushed(p, batch[i]) != 0)
+                done = 0;
+        }
+        ended += n;
+    } while (n == max);
+    pthread_mutex_unlock(&p->poll_lock);
+    if (done)
+        gfr_rdma_log("%s poller %u: %u connection(s) on its broken completion queue ended; "
+                     "shared receive buffers their QPs had taken are lost with it",
+                     ibv_get_device_name(p->dev->verbs->device), p->index, ended);
+    return done;
+}
+
+/* Looks for pollers whose CQ broke (gfr_rdma_poller_broken) and abandons
+ * each once.  CM thread, on every turn; it alone frees devices and
+ * connections, so what it collects stays valid. */
+void
+gfr_rdma_cq_abandon_broken(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_dev *dev;
+    struct gfr_rdma_poller *broken[16];
+    unsigned n = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(dev, &engine->devices, link)
+        for (unsigned i = 0; i < dev->npollers && n < 16; i++)
+            if (uatomic_read(&dev->pollers[i].broken) && !dev->pollers[i].abandoned)
+                broken[n++] = &dev->pollers[i];
+    pthread_mutex_unlock(&engine->lock);
+    for (unsigned i = 0; i < n; i++)
+        if (abandon(engine, broken[i]))
+            uatomic_set(&broken[i]->abandoned, 1);
 }

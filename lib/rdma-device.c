@@ -256,6 +256,8 @@ gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
     for (unsigned i = 0; !err && i < dev->npollers; i++) {
         struct gfr_rdma_poller *p = &dev->pollers[i];
 
+        if (uatomic_read(&p->broken))
+            continue;
         if (p->cq_reserved + cq_entries <= p->cq_size &&
             (!best || p->cq_reserved < best->cq_reserved))
             best = p;

@@ -640,6 +640,7 @@ cm_main(void *arg)
                 gfr_rdma_log("reading the CM thread's eventfd: %s", strerror(errno));
         }
         close_listeners(engine);
+        gfr_rdma_cq_abandon_broken(engine);
         reap_all(engine);
         run_timers(engine);
         gfr_rdma_dev_check_posts(engine, gfr_now_ns());

@@ -69,6 +69,9 @@ struct gfr_rdma_wr {
     struct gfr_rdma_conn *conn;
     uint32_t slot;
     uint8_t kind;                 /* enum gfr_wr_kind */
+    /* A connection's own receive: posted and not yet completed (written
+     * under conn->lock, or by its CQ's poll_lock holder). */
+    uint8_t posted;
     struct gfr_rdma_offer *offer; /* SEND: released when it completes */
     struct gfr_rdma_xfer *xfer;   /* RDMA */
     /* SEND of a traced data message: when it was posted and the stage its
@@ -144,6 +147,13 @@ struct gfr_rdma_poller {
      * alone (CMM_STORE_SHARED), read by the CM thread, whose CQ pass
      * (gfr_rdma_poller_pass_begin) waits for two more. */
     unsigned long empty_polls;
+    /* Its CQ is broken (a negative ibv_poll_cq, IBV_EVENT_CQ_ERR): set
+     * once (uatomic) by whoever saw it; the poller then stops polling and
+     * lets go of poll_lock, and the CM thread ends the connections on it
+     * and completes their work requests as flushed (rdma-cq.c), then sets
+     * abandoned (CM thread's own). */
+    int broken;
+    int abandoned;
 
     /* Polling where a reply is expected (rdma-poller.c), uatomic, any
      * thread: requests of its client connections waiting for replies, the
@@ -729,6 +739,7 @@ void gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns);
 void gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n);
 void gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job);
 int gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns);
+void gfr_rdma_poller_broken(struct gfr_rdma_poller *p, const char *why);
 unsigned long gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p);
 int gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from);
 
@@ -813,6 +824,7 @@ const char *gfr_rdma_rx_state_str(enum gfr_rx_state state);
 
 /* rdma-cq.c: work completions by kind */
 void gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
+void gfr_rdma_cq_abandon_broken(struct gfr_rdma *engine);
 
 /* rdma-conn.c: a connection's setup, keepalives and end */
 struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);

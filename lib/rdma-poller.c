@@ -129,15 +129,41 @@ run_direct(struct gfr_rdma_poller *p)
     pthread_mutex_lock(&p->poll_lock);
 }
 
+/*
+ * p's CQ is broken: no completion will come out of it again.  Marks it
+ * once, says so, kicks the poller (which stops polling) and wakes the CM
+ * thread, which ends the connections on it (rdma-cq.c).  Any thread.
+ */
+void
+gfr_rdma_poller_broken(struct gfr_rdma_poller *p, const char *why)
+{
+    uint64_t one = 1;
+
+    if (uatomic_cmpxchg(&p->broken, 0, 1) != 0)
+        return;
+    gfr_rdma_log("%s poller %u: its completion queue is broken (%s): the connections on it "
+                 "end, and it takes no new ones", ibv_get_device_name(p->dev->verbs->device),
+                 p->index, why);
+    kick(p);
+    if (write(p->dev->engine->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        gfr_rdma_log("poller %u: cannot wake the CM thread: %s", p->index, strerror(errno));
+}
+
 static int
 poll_once(struct gfr_rdma_poller *p)
 {
     struct ibv_wc wcs[GFR_POLL_BATCH];
-    int n = ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
+    int n = uatomic_read(&p->broken) ? 0 : ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
 
     POLLER_ADD(p, st_polls, 1);
     if (n == 0)
         POLLER_ADD(p, empty_polls, 1);
+    if (n < 0) {
+        char why[48];
+
+        snprintf(why, sizeof(why), "ibv_poll_cq returned %d", n);
+        gfr_rdma_poller_broken(p, why);
+    }
     if (n <= 0)
         return n;
     POLLER_ADD(p, st_completions, (uint64_t)n);
@@ -250,7 +276,8 @@ relay_run(struct gfr_pool_job *job, void *cb_arg, int status)
         pthread_mutex_trylock(&p->poll_lock) == 0) {
         urcu_memb_register_thread(); /* finds connections in the SRQ's table */
         p->relaying = 1;
-        while (uatomic_read(&p->handling) && !uatomic_read(&p->stopping))
+        while (uatomic_read(&p->handling) && !uatomic_read(&p->stopping) &&
+               !uatomic_read(&p->broken))
             if (!spin(p, 0) && uatomic_read(&p->handling))
                 wait_for_event(p);
         p->relaying = 0;
@@ -258,6 +285,26 @@ relay_run(struct gfr_pool_job *job, void *cb_arg, int status)
         pthread_mutex_unlock(&p->poll_lock);
     }
     uatomic_set(&p->relay_asked, 0);
+}
+
+/*
+ * A broken CQ is polled no more: the poller lets go of poll_lock, for the
+ * CM thread that completes its connections' work requests (rdma-cq.c),
+ * and sleeps on its eventfd until it is stopped.  Poller thread; holds
+ * poll_lock again on return.
+ */
+static void
+wait_while_broken(struct gfr_rdma_poller *p)
+{
+    struct pollfd pfd = {.fd = p->kick_fd, .events = POLLIN};
+    uint64_t count;
+
+    pthread_mutex_unlock(&p->poll_lock);
+    while (!uatomic_read(&p->stopping))
+        if (poll(&pfd, 1, -1) > 0 && read(p->kick_fd, &count, sizeof(count)) < 0 &&
+            errno != EAGAIN)
+            gfr_rdma_log("poller %u: reading its eventfd: %s", p->index, strerror(errno));
+    pthread_mutex_lock(&p->poll_lock);
 }
 
 /*
@@ -282,6 +329,10 @@ poller_main(void *arg)
     gfr_pool_set_block_hook(poller_blocking, p);
     pthread_mutex_lock(&p->poll_lock);
     while (!uatomic_read(&p->stopping)) {
+        if (uatomic_read(&p->broken)) {
+            wait_while_broken(p);
+            continue;
+        }
         if (poll_once(p) > 0)
             continue;
         switch (opts->poll_mode) {
@@ -410,7 +461,9 @@ gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p)
 int
 gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from)
 {
-    return CMM_LOAD_SHARED(p->empty_polls) - from >= 2;
+    /* A broken CQ gives nothing more: its connections' work requests were
+     * completed as flushed (rdma-cq.c). */
+    return CMM_LOAD_SHARED(p->empty_polls) - from >= 2 || uatomic_read(&p->abandoned);
 }
 
 /* Stops p's thread, waits for a relay to end, and frees its CQ, channel

@@ -79,9 +79,12 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
     int err;
 
     gfr_rdma_conn_get(conn);
+    conn->recv_wr[i].posted = 1;
     err = ibv_post_recv(conn->qp, &wr, &bad);
-    if (err)
+    if (err) {
+        conn->recv_wr[i].posted = 0;
         gfr_rdma_conn_put(conn);
+    }
     return -err;
 }
 

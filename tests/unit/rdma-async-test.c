@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -282,6 +284,37 @@ test_last_wqe_reached_marks_its_connection(void **state)
     free_conn(&b);
 }
 
+/* IBV_EVENT_CQ_ERR breaks the poller of that CQ (the CM thread then ends
+ * its connections, rdma-cq.c), and no other. */
+static void
+test_cq_err_breaks_its_poller(void **state)
+{
+    struct gfr_rdma_poller pollers[2];
+    struct ibv_cq cqs[2];
+
+    (void)state;
+    memset(pollers, 0, sizeof(pollers));
+    engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    for (int i = 0; i < 2; i++) {
+        pollers[i].dev = &devs[0];
+        pollers[i].index = (unsigned)i;
+        pollers[i].cq = &cqs[i];
+        pollers[i].kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    }
+    devs[0].pollers = pollers;
+    devs[0].npollers = 2;
+    queued[nqueued++] = (struct ibv_async_event){.event_type = IBV_EVENT_CQ_ERR,
+                                                 .element.cq = &cqs[1]};
+    gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
+    assert_int_equal(pollers[0].broken, 0);
+    assert_int_equal(pollers[1].broken, 1);
+    devs[0].pollers = NULL;
+    devs[0].npollers = 0;
+    for (int i = 0; i < 2; i++)
+        close(pollers[i].kick_fd);
+    close(engine.wake_fd);
+}
+
 /* More connections than one batch of end_conns: all of them end. */
 static void
 test_port_err_ends_more_than_a_batch(void **state)
@@ -396,6 +429,7 @@ main(void)
         cmocka_unit_test_setup(test_a_flush_seen_first_carries_the_faults_reason, setup),
         cmocka_unit_test_setup(test_on_iwarp_the_qp_moves_under_the_lock, setup),
         cmocka_unit_test_setup(test_last_wqe_reached_marks_its_connection, setup),
+        cmocka_unit_test_setup(test_cq_err_breaks_its_poller, setup),
         cmocka_unit_test_setup(test_qp_fatal_ends_its_connection, setup),
         cmocka_unit_test_setup(test_device_fatal_ends_the_devices_connections, setup),
         cmocka_unit_test_setup(test_harmless_events_end_nothing, setup),

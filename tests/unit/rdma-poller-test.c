@@ -55,6 +55,8 @@ static struct ibv_context fake_ctx;
 static int last_comp_vector = -1;
 static unsigned start_index; /* the index start() gives its poller */
 
+static int poll_fails; /* the next poll returns -1 (a broken CQ) */
+
 static int
 fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
@@ -62,6 +64,11 @@ fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 
     (void)cq;
     pthread_mutex_lock(&cq_lock);
+    if (poll_fails) {
+        poll_fails = 0;
+        pthread_mutex_unlock(&cq_lock);
+        return -1;
+    }
     while (n < num && (unsigned)n < nqueued) {
         wc[n] = queued[n];
         n++;
@@ -272,6 +279,7 @@ start(enum gfr_poll_mode mode)
     engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&engine.lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.devices);
+    CDS_INIT_LIST_HEAD(&engine.removed);
     gfr_pool_opts_init(&popts);
     popts.name = "test";
     assert_int_equal(gfr_pool_create(&popts, &engine.pool), 0);
@@ -468,6 +476,39 @@ test_a_cq_pass_hands_on_what_was_in_the_cq(void **state)
     stop();
 }
 
+/* A poll that fails means the CQ is broken: the poller says so, wakes the
+ * CM thread (which ends the connections on it), stops polling and lets go
+ * of poll_lock, and takes no new connection. */
+static void
+test_a_broken_cq_is_reported_and_polled_no_more(void **state)
+{
+    struct gfr_rdma_dev *d;
+    struct gfr_rdma_poller *got;
+    uint64_t count;
+    unsigned long polls;
+    int woke = 0, locked = 0;
+
+    (void)state;
+    start(GFR_POLL_EVENT);
+    WAIT_UNTIL(uatomic_read(&poller.asleep));
+    while (read(engine.wake_fd, &count, sizeof(count)) > 0)
+        ;
+    pthread_mutex_lock(&cq_lock);
+    poll_fails = 1;
+    pthread_mutex_unlock(&cq_lock);
+    complete(1); /* wakes it: its next poll fails */
+    WAIT_UNTIL(uatomic_read(&poller.broken));
+    WAIT_UNTIL(woke || (woke = read(engine.wake_fd, &count, sizeof(count)) == sizeof(count)));
+    WAIT_UNTIL(locked || (locked = pthread_mutex_trylock(&poller.poll_lock) == 0));
+    polls = poller.st_polls;
+    pthread_mutex_unlock(&poller.poll_lock);
+    complete(2);
+    usleep(20000);
+    assert_int_equal(poller.st_polls, polls);
+    assert_int_equal(gfr_rdma_dev_get(&engine, &fake_ctx, 4, &d, &got), -ENOSPC);
+    stop();
+}
+
 /* Each poller's CQ takes its own completion vector, round the device's
  * vectors, so that their interrupts do not all land on one core. */
 static void
@@ -498,6 +539,7 @@ main(void)
         cmocka_unit_test(test_a_sender_kicks_a_sleeping_poller),
         cmocka_unit_test(test_cqs_spread_over_completion_vectors),
         cmocka_unit_test(test_a_cq_pass_hands_on_what_was_in_the_cq),
+        cmocka_unit_test(test_a_broken_cq_is_reported_and_polled_no_more),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -437,6 +439,55 @@ test_only_a_send_is_read_as_a_message(void **state)
     free_conn(conn);
 }
 
+/* A broken CQ (a failed poll, IBV_EVENT_CQ_ERR) will never deliver the
+ * completions its connections wait for: the CM thread ends them and
+ * completes their work requests as flushed (the send queue in post order,
+ * the connection's own receives), so every reference comes back, the
+ * connection is reaped and its owner told, instead of hanging. */
+static void
+test_a_broken_cqs_connections_end_and_let_go(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .inline_len = 2};
+    struct iovec iov = {"hi", 2};
+
+    (void)state;
+    give_receives(conn);
+    poller.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pthread_mutex_init(&poller.poll_lock, NULL);
+    test_dev.pollers = &poller;
+    test_dev.npollers = 1;
+    cds_list_add(&test_dev.link, &test_engine.devices);
+    pthread_mutex_lock(&conn->lock);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_int_equal(gfr_rdma_post_recv(conn, i), 0);
+    for (uint32_t xid = 1; xid <= 3; xid++) {
+        hdr.xid = xid;
+        assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), 0);
+    }
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(conn->outstanding, 1 + 4 + 3);
+
+    gfr_rdma_poller_broken(&poller, "a test");
+    gfr_rdma_cq_abandon_broken(&test_engine);
+    assert_true(poller.abandoned);
+    assert_int_equal(conn->state, GFR_CONN_DISCONNECTING);
+    assert_int_equal(conn->reason, -EIO);
+    assert_int_equal(conn->sq_count, 0);
+    assert_int_equal(conn->nfree, conn->nsend);
+    assert_int_equal(conn->outstanding, 1); /* only the CM side's */
+    assert_true(gfr_rdma_poller_passed(&poller, poller.empty_polls));
+
+    /* Once is enough. */
+    gfr_rdma_cq_abandon_broken(&test_engine);
+    assert_int_equal(conn->outstanding, 1);
+    cds_list_del(&test_dev.link);
+    pthread_mutex_destroy(&poller.poll_lock);
+    close(poller.kick_fd);
+    free_receives(conn);
+    free_conn(conn);
+}
+
 static char logged[512];
 
 static void
@@ -554,6 +605,7 @@ main(void)
         cmocka_unit_test(test_only_a_send_is_read_as_a_message),
         cmocka_unit_test(test_a_pull_buffer_is_registered_without_the_lock),
         cmocka_unit_test(test_on_iwarp_a_read_sink_is_registered_for_its_transfer),
+        cmocka_unit_test(test_a_broken_cqs_connections_end_and_let_go),
         cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
         cmocka_unit_test(test_messages_about_a_connection_name_its_peer),
         cmocka_unit_test(test_a_received_message_moves_only_by_its_documented_steps),
