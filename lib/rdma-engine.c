@@ -33,7 +33,6 @@ reap_all(struct gfr_rdma *engine)
     pthread_mutex_lock(&engine->lock);
     cds_list_splice(&engine->reap, engine->quiescing.prev);
     CDS_INIT_LIST_HEAD(&engine->reap);
-    CDS_INIT_LIST_HEAD(&engine->quiescing);
     pthread_mutex_unlock(&engine->lock);
     cds_list_for_each_entry_safe(conn, tmp, &engine->quiescing, reap_link) {
         if (!gfr_rdma_conn_quiesce(conn, now))
