@@ -118,7 +118,9 @@ gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn)
     conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
     conn->sq_size = conn->nsend + conn->engine->opts.rdma_depth + 2;
     conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
-    if (!conn->send_buf || !conn->send_wr || !conn->free_slots || !conn->sq_ring)
+    conn->sq_state = calloc(conn->sq_size, sizeof(*conn->sq_state));
+    if (!conn->send_buf || !conn->send_wr || !conn->free_slots || !conn->sq_ring ||
+        !conn->sq_state)
         return -ENOMEM;
     conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->send_buf, size, 0);
     if (!conn->send_mr) {
@@ -149,6 +151,8 @@ gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn)
     free(conn->send_wr);
     free(conn->free_slots);
     free(conn->sq_ring);
+    free(conn->sq_state);
+    conn->sq_state = NULL;
     conn->send_buf = NULL;
     conn->send_wr = NULL;
     conn->free_slots = NULL;

@@ -162,8 +162,12 @@ complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
     pthread_mutex_lock(&conn->lock);
     ctx = malloc(((size_t)conn->sq_count + conn->nrecv + 1) * sizeof(*ctx));
     if (ctx) {
-        for (uint32_t i = 0; i < conn->sq_count; i++)
-            ctx[n++] = conn->sq_ring[(conn->sq_head + i) % conn->sq_size];
+        for (uint32_t i = 0; i < conn->sq_count; i++) {
+            uint32_t at = (conn->sq_head + i) % conn->sq_size;
+
+            if (!(conn->sq_state[at] & GFR_SQ_DONE)) /* not completed out of order */
+                ctx[n++] = conn->sq_ring[at];
+        }
         for (uint32_t i = 0; conn->recv_wr && i < conn->nrecv; i++)
             if (conn->recv_wr[i].posted)
                 ctx[n++] = &conn->recv_wr[i];

@@ -262,6 +262,10 @@ struct gfr_rdma_pending {
 
 #define GFR_RDMA_XID_BUCKETS 64
 
+/* A send-queue ring entry's state (conn->sq_state). */
+#define GFR_SQ_SIGNALED 1u /* posted with IBV_SEND_SIGNALED */
+#define GFR_SQ_DONE 2u     /* completed (or retired by a later completion) */
+
 /*
  * What an offer still waits for, one bit each (offer->waits).  A bit is
  * set when the message is submitted and cleared once, when its event has
@@ -442,10 +446,15 @@ struct gfr_rdma_conn {
     struct gfr_rdma_wr *send_wr;
     uint32_t *free_slots;
     uint32_t nfree;
-    /* Send-queue work requests in post order.  Most SENDs go unsignaled;
-     * a completion retires every entry before its own (RC completes the
-     * send queue in order), and a drain WR retires the rest at the end. */
+    /* Send-queue work requests in post order, and each one's state
+     * (GFR_SQ_SIGNALED, GFR_SQ_DONE).  Most SENDs go unsignaled; a
+     * completion retires its own entry and the unsignaled ones before it
+     * (RC completes SENDs in order), and entries leave the ring from its
+     * head once done, so a completion that comes before an earlier one's
+     * (siw completes a READ after a later SEND) retires nothing twice.  A
+     * drain WR retires the rest at the end. */
     struct gfr_rdma_wr **sq_ring;
+    uint8_t *sq_state;
     uint32_t sq_size, sq_head, sq_count;
     uint32_t unsignaled; /* SENDs since the last signaled one */
     int sq_tail_unsignaled; /* the last work request posted was unsignaled */
@@ -753,7 +762,8 @@ enum gfr_conn_state gfr_rdma_conn_state(const struct gfr_rdma_conn *conn);
 const char *gfr_rdma_conn_state_str(enum gfr_conn_state state);
 void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
-void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
+void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
+                             int signaled);
 unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 int gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,

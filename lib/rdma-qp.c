@@ -225,15 +225,22 @@ gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
 
 /* Records a posted send-queue work request.  Caller holds conn->lock. */
 void
-gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
+gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, int signaled)
 {
-    conn->sq_ring[(conn->sq_head + conn->sq_count++) % conn->sq_size] = ctx;
+    uint32_t at = (conn->sq_head + conn->sq_count++) % conn->sq_size;
+
+    conn->sq_ring[at] = ctx;
+    conn->sq_state[at] = signaled ? GFR_SQ_SIGNALED : 0;
 }
 
 /*
- * ctx completed: retires it and every send-queue entry posted before it
- * (unsignaled SENDs that completed without a completion of their own),
- * freeing their slots.  Returns how many entries other than ctx were
+ * ctx completed: marks its entry (the oldest of ctx's not yet done: a
+ * transfer's operations share one ctx) and the unsignaled SENDs before it
+ * done (they completed without a completion of their own; RC completes
+ * SENDs in order), freeing their slots, then lets every done entry at the
+ * ring's head go.  A signaled entry before ctx's that is not yet done
+ * stays: its completion comes later (siw completes an RDMA READ after a
+ * SEND posted behind it).  Returns how many entries other than ctx's were
  * retired: the caller drops that many references (gfr_rdma_sq_put) once
  * it has let go of conn->lock.  Caller holds conn->lock.
  */
@@ -241,18 +248,31 @@ unsigned
 gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
 {
     unsigned earlier = 0;
+    uint32_t pos;
 
-    while (conn->sq_count) {
-        struct gfr_rdma_wr *e = conn->sq_ring[conn->sq_head];
+    for (pos = 0; pos < conn->sq_count; pos++) {
+        uint32_t at = (conn->sq_head + pos) % conn->sq_size;
 
+        if (conn->sq_ring[at] == ctx && !(conn->sq_state[at] & GFR_SQ_DONE))
+            break;
+    }
+    if (pos == conn->sq_count) {
+        gfr_rdma_conn_log(conn, "a send-queue completion matches no posted work request");
+        return 0;
+    }
+    conn->sq_state[(conn->sq_head + pos) % conn->sq_size] |= GFR_SQ_DONE;
+    for (uint32_t i = 0; i < pos; i++) {
+        uint32_t at = (conn->sq_head + i) % conn->sq_size;
+
+        if (conn->sq_state[at] & (GFR_SQ_SIGNALED | GFR_SQ_DONE))
+            continue;
+        conn->sq_state[at] |= GFR_SQ_DONE;
+        conn->free_slots[conn->nfree++] = conn->sq_ring[at]->slot;
+        earlier++;
+    }
+    while (conn->sq_count && (conn->sq_state[conn->sq_head] & GFR_SQ_DONE)) {
         conn->sq_head = (conn->sq_head + 1) % conn->sq_size;
         conn->sq_count--;
-        if (e == ctx)
-            return earlier;
-        /* Only unsignaled SENDs can be passed over: every other entry has
-         * a completion, which came before this one. */
-        conn->free_slots[conn->nfree++] = e->slot;
-        earlier++;
     }
     return earlier;
 }
@@ -283,7 +303,7 @@ gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
         gfr_rdma_conn_put(conn);
         return err;
     }
-    gfr_rdma_sq_push_locked(conn, ctx);
+    gfr_rdma_sq_push_locked(conn, ctx, !!(wr->send_flags & IBV_SEND_SIGNALED));
     conn->sq_tail_unsignaled = !(wr->send_flags & IBV_SEND_SIGNALED);
     return 0;
 }

@@ -1,5 +1,7 @@
 # Helpers for the soft-RoCE tests (sourced; bash).  The fabric is the one
-# fabric-up builds: rxe0 on veth0 (10.99.0.1), rxe1 on veth1 (10.99.0.2).
+# fabric-up builds: $fabric_dev0 on veth0 (10.99.0.1), $fabric_dev1 on veth1
+# (10.99.0.2), of provider $fabric_provider (GFR_PROVIDER: rxe, the
+# default, or siw).
 #
 # The counters prove that a test's traffic really crossed the veth pair:
 # without the policy routing of fabric-up, rdma_cm would resolve the peer as
@@ -8,36 +10,53 @@
 
 GFR_SERVER_ADDR=10.99.0.1
 GFR_CLIENT_ADDR=10.99.0.2
+fabric_provider=${GFR_PROVIDER:-rxe}
+fabric_dev0=${fabric_provider}0
+fabric_dev1=${fabric_provider}1
 
 net_counter() { # IFACE rx_packets|tx_packets
 	cat "/sys/class/net/$1/statistics/$2"
 }
 
-rxe_counter() { # DEV sent_pkts|rcvd_pkts
-	cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"
+# rdma_counter DEV sent_pkts|rcvd_pkts: a port counter of DEV, or nothing
+# when its provider keeps none (siw has no hw_counters).
+rdma_counter() {
+	local f=/sys/class/infiniband/$1/ports/1/hw_counters/$2
+	[ -r "$f" ] && cat "$f"
+	return 0
+}
+
+# fabric_has_counters: whether the provider counts packets per port.
+fabric_has_counters() {
+	[ -r "/sys/class/infiniband/$fabric_dev0/ports/1/hw_counters/sent_pkts" ]
 }
 
 fabric_snapshot() { # prints the counters as one line, for fabric_check
+	local devices=""
+	fabric_has_counters &&
+		devices=" $(rdma_counter "$fabric_dev0" sent_pkts) $(rdma_counter "$fabric_dev1" rcvd_pkts)"
+	fabric_has_counters &&
+		devices+=" $(rdma_counter "$fabric_dev1" sent_pkts) $(rdma_counter "$fabric_dev0" rcvd_pkts)"
 	echo "$(net_counter veth0 tx_packets) $(net_counter veth1 rx_packets)" \
 		"$(net_counter veth1 tx_packets) $(net_counter veth0 rx_packets)" \
-		"$(net_counter lo tx_packets)" \
-		"$(rxe_counter rxe0 sent_pkts) $(rxe_counter rxe1 rcvd_pkts)" \
-		"$(rxe_counter rxe1 sent_pkts) $(rxe_counter rxe0 rcvd_pkts)"
+		"$(net_counter lo tx_packets)$devices"
 }
 
 # fabric_check BEFORE MIN_PACKETS [MAX_LO]: fails unless at least MIN_PACKETS
-# went each way over the veth pair and through both rxe devices since the
-# snapshot BEFORE, and no more than MAX_LO packets (default 0) through lo:
-# traffic that rxe loops back locally is thousands of packets.
+# went each way over the veth pair, and through both devices where the
+# provider counts packets (rxe; siw keeps no counters, and its traffic is
+# the veth's TCP), since the snapshot BEFORE, and no more than MAX_LO
+# packets (default 0) through lo: traffic looped back locally is thousands
+# of packets.
 fabric_check() {
 	local -a before after
 	read -r -a before <<<"$1"
 	read -r -a after <<<"$(fabric_snapshot)"
 	local min=$2 max_lo=${3:-0}
 	local names=("veth0 tx" "veth1 rx" "veth1 tx" "veth0 rx" "lo tx"
-		"rxe0 sent" "rxe1 rcvd" "rxe1 sent" "rxe0 rcvd")
+		"$fabric_dev0 sent" "$fabric_dev1 rcvd" "$fabric_dev1 sent" "$fabric_dev0 rcvd")
 	local i delta ok=0
-	for i in "${!names[@]}"; do
+	for i in "${!after[@]}"; do
 		delta=$((after[i] - before[i]))
 		if [ "$i" = 4 ]; then
 			if [ "$delta" -gt "$max_lo" ]; then
@@ -173,14 +192,16 @@ fabric_routes() {
 fabric_recreate=
 fabric_repair() {
 	if [ -n "$fabric_recreate" ]; then
-		rdma link delete rxe0
-		rdma link delete rxe1
+		rdma link delete "$fabric_dev0"
+		rdma link delete "$fabric_dev1"
 		fabric_recreate=
 	fi
 	ip link set veth0 up 2>/dev/null
 	ip link set veth1 up 2>/dev/null
-	[ -e /sys/class/infiniband/rxe0 ] || rdma link add rxe0 type rxe netdev veth0
-	[ -e /sys/class/infiniband/rxe1 ] || rdma link add rxe1 type rxe netdev veth1
+	[ -e "/sys/class/infiniband/$fabric_dev0" ] ||
+		rdma link add "$fabric_dev0" type "$fabric_provider" netdev veth0
+	[ -e "/sys/class/infiniband/$fabric_dev1" ] ||
+		rdma link add "$fabric_dev1" type "$fabric_provider" netdev veth1
 	fabric_routes
 }
 

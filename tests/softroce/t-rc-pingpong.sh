@@ -1,6 +1,7 @@
 #!/bin/bash
-# The project's own librdmacm program connects an RC QP from rxe1's address to
-# rxe0's and checks every byte of 200 messages (1 B to 64 KiB) each way.
+# The project's own librdmacm program connects an RC QP from the second
+# device's address to the first's and checks every byte of 200 messages
+# (1 B to 64 KiB) each way.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/rc-pingpong
@@ -18,5 +19,5 @@ timeout 120 "$prog" -c "$GFR_SERVER_ADDR" -b "$GFR_CLIENT_ADDR" -p 20079 -n 200 
 }
 wait "$server" || { cat "$out"; echo "t-rc-pingpong: the server failed"; exit 1; }
 cat "$out"
-grep -q "server on rxe0:" "$out" || { echo "t-rc-pingpong: the server did not use rxe0"; exit 1; }
+grep -q "server on $fabric_dev0:" "$out" || { echo "t-rc-pingpong: the server did not use $fabric_dev0"; exit 1; }
 fabric_check "$before" 200

@@ -1,6 +1,7 @@
 #!/bin/bash
-# rping (rdmacm-utils) exchanges and verifies data from rxe1's address to
-# rxe0's, and the counters show the packets crossed the veth pair.
+# rping (rdmacm-utils) exchanges and verifies data from the second device's
+# address to the first's, and the counters show the packets crossed the
+# veth pair.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 out=$(mktemp)

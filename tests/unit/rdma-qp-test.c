@@ -119,7 +119,7 @@ test_a_completion_retires_the_sends_before_it(void **state)
     (void)state;
     for (int i = 0; i < 3; i++) { /* three SENDs take their slots */
         wr[i] = &conn->send_wr[conn->free_slots[--conn->nfree]];
-        gfr_rdma_sq_push_locked(conn, wr[i]);
+        gfr_rdma_sq_push_locked(conn, wr[i], i == 2);
     }
     assert_int_equal(gfr_rdma_sq_retire_locked(conn, wr[2]), 2);
     assert_int_equal(conn->sq_count, 0);
@@ -127,6 +127,43 @@ test_a_completion_retires_the_sends_before_it(void **state)
     assert_int_equal(conn->nfree, nfree - 1);
     assert_int_equal(conn->free_slots[nfree - 3], wr[0]->slot);
     assert_int_equal(conn->free_slots[nfree - 2], wr[1]->slot);
+    free_conn(conn);
+}
+
+/* siw completes an RDMA READ when its response arrives, after a SEND posted
+ * behind it has completed.  Each completion retires its own entry and no
+ * other signaled one, so every reference is dropped exactly once: before,
+ * the SEND's completion retired the READ as if it were an unsignaled SEND,
+ * and the READ's own completion then retired everything left, dropping
+ * references that were not its own and ending the connection early. */
+static void
+test_completions_out_of_order_retire_each_entry_once(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+    struct gfr_rdma_xfer *x = gfr_rdma_xfer_new(conn, 1, NULL);
+    struct gfr_rdma_wr *send[2];
+    uint32_t nfree = conn->nfree;
+
+    (void)state;
+    assert_non_null(x);
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_sq_push_locked(conn, &x->ctx, 1); /* READ */
+    for (int i = 0; i < 2; i++) {
+        send[i] = &conn->send_wr[conn->free_slots[--conn->nfree]];
+        gfr_rdma_sq_push_locked(conn, send[i], 1);
+    }
+    gfr_rdma_sq_push_locked(conn, &x->ctx, 1); /* a second READ of the transfer */
+    assert_int_equal(gfr_rdma_sq_retire_locked(conn, send[1]), 0); /* the SENDs first */
+    assert_int_equal(gfr_rdma_sq_retire_locked(conn, send[0]), 0);
+    assert_int_equal(conn->sq_count, 4); /* the first READ holds the head */
+    assert_int_equal(gfr_rdma_sq_retire_locked(conn, &x->ctx), 0);
+    assert_int_equal(conn->sq_count, 1);
+    assert_int_equal(gfr_rdma_sq_retire_locked(conn, &x->ctx), 0);
+    assert_int_equal(conn->sq_count, 0);
+    /* The SENDs' slots are their completions' to free, not the ring's. */
+    assert_int_equal(conn->nfree, nfree - 2);
+    pthread_mutex_unlock(&conn->lock);
+    free(x);
     free_conn(conn);
 }
 
@@ -248,6 +285,7 @@ main(void)
         cmocka_unit_test(test_every_other_state_change_is_refused),
 #endif
         cmocka_unit_test(test_a_completion_retires_the_sends_before_it),
+        cmocka_unit_test(test_completions_out_of_order_retire_each_entry_once),
         cmocka_unit_test(test_a_post_holds_a_reference_until_it_fails),
         cmocka_unit_test(test_on_iwarp_no_drain_follows_an_error),
         cmocka_unit_test(test_a_drain_follows_only_an_unsignaled_tail),
