@@ -81,33 +81,16 @@ end_conn(struct gfr_rdma_conn *conn, int reason)
  * is never taken under engine->lock); only the CM thread frees
  * connections, so the batch stays valid. */
 static unsigned
-end_conns(struct gfr_rdma *engine, int (*match)(const struct gfr_rdma_conn *, const void *),
-          const void *arg, int reason)
+end_conns(struct gfr_rdma *engine, gfr_rdma_conn_match_fn match, const void *arg, int reason)
 {
     struct gfr_rdma_conn *batch[64];
     const unsigned max = sizeof(batch) / sizeof(batch[0]);
-    struct gfr_rdma_conn *conn;
     unsigned ended = 0;
     unsigned seen = 0;
     unsigned n;
 
     do {
-        unsigned skip = seen;
-
-        n = 0;
-        pthread_mutex_lock(&engine->lock);
-        cds_list_for_each_entry(conn, &engine->conns, link) {
-            if (!match(conn, arg))
-                continue;
-            if (skip) { /* ended in an earlier batch; still listed */
-                skip--;
-                continue;
-            }
-            batch[n++] = conn;
-            if (n == max)
-                break;
-        }
-        pthread_mutex_unlock(&engine->lock);
+        n = gfr_rdma_conns_collect(engine, match, arg, seen, batch, max);
         for (unsigned i = 0; i < n; i++)
             ended += (unsigned)end_conn(batch[i], reason);
         seen += n;

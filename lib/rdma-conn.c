@@ -399,9 +399,11 @@ retry_bound_ns(const struct gfr_rdma_opts *opts)
  * and retry-count, so a connection whose peer vanished without a word (a
  * link down, a lost DREQ) ends instead of waiting for messages forever.
  * On iWARP a WRITE completes once TCP has taken it, which proves nothing
- * of the peer, and the IB retry attributes are ignored: there the probe is
- * a zero-length RDMA READ, which completes only when the peer's adapter
- * answers it, and the patience below is what ends a dead one.
+ * of the peer, and the IB retry attributes are ignored; the zero-length
+ * RDMA READ that would prove it is mishandled by siw (Linux 6.1) under
+ * traffic: it answers one ahead of the READ responses it owes, or refuses
+ * its STag, and ends a healthy QP (docs/providers.md).  So on iWARP no
+ * probe is sent, and a silent peer is found by TCP (tcp_retries2).
  * One at a time per connection; a probe still unanswered after twice the
  * adapter's retry time (and at least keepalive-ms) means the adapter
  * itself is stuck (seen on rxe after a link flap), and ends the
@@ -422,7 +424,7 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     if (patience < opts->keepalive_ms * 1000000ull)
         patience = opts->keepalive_ms * 1000000ull;
     if (conn->dev->iwarp)
-        wr.opcode = IBV_WR_RDMA_READ;
+        return;
     pthread_mutex_lock(&conn->lock);
     if (conn->state == GFR_CONN_ESTABLISHED && conn->keepalive_posted &&
         now - conn->keepalive_posted_ns > patience) {

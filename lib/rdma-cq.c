@@ -184,6 +184,12 @@ complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
     return 0;
 }
 
+static int
+on_poller(const struct gfr_rdma_conn *conn, const void *arg)
+{
+    return conn->poller == arg;
+}
+
 /*
  * Ends the connections on a broken CQ and completes their work requests
  * as flushed, so that each ends and is reported to its owner instead of
@@ -196,29 +202,13 @@ abandon(struct gfr_rdma *engine, struct gfr_rdma_poller *p)
 {
     struct gfr_rdma_conn *batch[64];
     const unsigned max = sizeof(batch) / sizeof(batch[0]);
-    unsigned ended = 0, n, skip;
+    unsigned ended = 0, n;
     int done = 1;
 
     if (pthread_mutex_trylock(&p->poll_lock) != 0)
         return 0;
     do {
-        struct gfr_rdma_conn *conn;
-
-        n = 0;
-        skip = ended;
-        pthread_mutex_lock(&engine->lock);
-        cds_list_for_each_entry(conn, &engine->conns, link) {
-            if (conn->poller != p)
-                continue;
-            if (skip) {
-                skip--;
-                continue;
-            }
-            batch[n++] = conn;
-            if (n == max)
-                break;
-        }
-        pthread_mutex_unlock(&engine->lock);
+        n = gfr_rdma_conns_collect(engine, on_poller, p, ended, batch, max);
         for (unsigned i = 0; i < n; i++) {
             gfr_rdma_conn_fault(batch[i], -EIO);
             gfr_rdma_conn_fail(batch[i], -EIO);

@@ -753,6 +753,10 @@ unsigned long gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p);
 int gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from);
 
 /* rdma-qp.c: references, failing and draining, the send-queue ring */
+typedef int (*gfr_rdma_conn_match_fn)(const struct gfr_rdma_conn *conn, const void *arg);
+unsigned gfr_rdma_conns_collect(struct gfr_rdma *engine, gfr_rdma_conn_match_fn match,
+                                const void *arg, unsigned skip, struct gfr_rdma_conn **batch,
+                                unsigned max);
 void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);

@@ -43,6 +43,37 @@ gfr_rdma_conn_get(struct gfr_rdma_conn *conn)
     uatomic_inc(&conn->outstanding);
 }
 
+/*
+ * Up to max of the connections on engine->conns that match(conn, arg)
+ * picks, after passing over the first skip of them (those a caller's
+ * earlier batch took; they are still listed), into batch; returns how
+ * many.  Takes engine->lock, so that its callers may act on the batch
+ * without it (conn->lock is never taken under engine->lock): the CM
+ * thread, which alone frees connections, so the batch stays valid.
+ */
+unsigned
+gfr_rdma_conns_collect(struct gfr_rdma *engine, gfr_rdma_conn_match_fn match, const void *arg,
+                       unsigned skip, struct gfr_rdma_conn **batch, unsigned max)
+{
+    struct gfr_rdma_conn *conn;
+    unsigned n = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(conn, &engine->conns, link) {
+        if (!match(conn, arg))
+            continue;
+        if (skip) {
+            skip--;
+            continue;
+        }
+        batch[n++] = conn;
+        if (n == max)
+            break;
+    }
+    pthread_mutex_unlock(&engine->lock);
+    return n;
+}
+
 /* Drops one reference; see gfr_rdma_conn_cm_done.  Any thread; takes
  * engine->lock when it is the last. */
 void

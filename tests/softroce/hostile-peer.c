@@ -53,7 +53,14 @@ struct hp {
     uint8_t *mem; /* receives, then the send buffer, then bulk to offer */
     struct gfr_cm_params server;
     uint32_t next_xid;
+    /* iWARP (transport_type): the QP must be the CM id's own (iw_cm
+     * drives it), and the connection is established by the MPA exchange,
+     * with no CONNECT_RESPONSE and no RTU of ours. */
+    int iwarp;
 };
+
+/* What skip_case returns: the case does not apply to this fabric. */
+#define SKIPPED 77
 
 static const char *case_name;
 
@@ -202,6 +209,7 @@ prepare(struct hp *hp, const char *addr, const char *port, const char *bind_addr
     freeaddrinfo(src);
     if (err)
         return broken("resolving the server");
+    hp->iwarp = hp->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP;
     hp->pd = ibv_alloc_pd(hp->id->verbs);
     hp->cq = hp->pd ? ibv_create_cq(hp->id->verbs, 4 * NRECV, NULL, NULL, 0) : NULL;
     hp->mem = aligned_alloc(4096, size);
@@ -216,10 +224,13 @@ prepare(struct hp *hp, const char *addr, const char *port, const char *bind_addr
     qa.cap.max_send_wr = 2 * NRECV;
     qa.cap.max_recv_wr = NRECV;
     qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-    hp->qp = hp->mr ? ibv_create_qp(hp->pd, &qa) : NULL;
+    if (hp->iwarp) /* the CM id's QP, in INIT, moved on by iw_cm */
+        hp->qp = hp->mr && rdma_create_qp(hp->id, hp->pd, &qa) == 0 ? hp->id->qp : NULL;
+    else
+        hp->qp = hp->mr ? ibv_create_qp(hp->pd, &qa) : NULL;
     if (!hp->qp)
         return broken("MR or QP");
-    if (modify_qp(hp, IBV_QPS_INIT) != 0)
+    if (!hp->iwarp && modify_qp(hp, IBV_QPS_INIT) != 0)
         return broken("QP to INIT");
     for (unsigned i = 0; i < NRECV; i++)
         if (post_recv(hp, i) != 0)
@@ -253,6 +264,8 @@ connect_with(struct hp *hp, const void *pdata, size_t pdata_len, int skip_rtu, i
     }
     cp.private_data = pdata;
     cp.private_data_len = (uint8_t)pdata_len;
+    if (hp->iwarp)
+        cp.qp_num = 0; /* the id's own QP */
     if (rdma_connect(hp->id, &cp) != 0)
         return -errno;
     err = next_event(hp, WAIT_MS, &type, theirs, &theirs_len);
@@ -261,6 +274,14 @@ connect_with(struct hp *hp, const void *pdata, size_t pdata_len, int skip_rtu, i
     if (type == RDMA_CM_EVENT_REJECTED) {
         *why = theirs_len ? theirs[0] : -1;
         return 1;
+    }
+    if (hp->iwarp && type == RDMA_CM_EVENT_ESTABLISHED) {
+        if (gfr_cm_decode(theirs, theirs_len, &hp->server, &reason) != 0) {
+            fprintf(stderr, "hostile-peer: %s: the server's private data: %s\n", case_name,
+                    gfr_cm_reject_str(reason));
+            return -EPROTO;
+        }
+        return 0;
     }
     if (type != RDMA_CM_EVENT_CONNECT_RESPONSE) {
         fprintf(stderr, "hostile-peer: %s: connect: got %s\n", case_name,
@@ -667,9 +688,9 @@ run_case(struct hp *hp, const char *name, const char *addr, const char *port,
         gfr_cm_encode(&mine, bad, sizeof(bad));
         if (strcmp(name, "pdata-none") == 0) {
             /* The IB CM pads private data with zeros, so "none" arrives
-             * as 56 zero bytes: a wrong magic. */
+             * as 56 zero bytes: a wrong magic; iWARP's MPA carries none. */
             len = 0;
-            want = GFR_CM_REJECT_MAGIC;
+            want = hp->iwarp ? GFR_CM_REJECT_SHORT : GFR_CM_REJECT_MAGIC;
         } else if (strcmp(name, "pdata-version") == 0) {
             bad[4] = GFR_CM_VERSION + 1;
             want = GFR_CM_REJECT_VERSION;
@@ -693,6 +714,11 @@ run_case(struct hp *hp, const char *name, const char *addr, const char *port,
         }
         printf("hostile-peer: %s: rejected: %s\n", name, gfr_cm_reject_str(why));
         return 0;
+    }
+    if (hp->iwarp && strncmp(name, "early", 5) == 0) {
+        printf("hostile-peer: %s: skipped on iWARP: its connection is established by the "
+               "MPA exchange on the wire, with no RTU a peer could withhold\n", name);
+        return SKIPPED;
     }
     if (strcmp(name, "early") == 0) {
         uint8_t any[64];

@@ -149,10 +149,11 @@ test_the_peer_starts_from_the_agreed_window(void **state)
 }
 
 /* The keepalive probe: a zero-length RDMA WRITE where the adapter's
- * acknowledgement proves the peer alive (InfiniBand, RoCE), a zero-length
- * RDMA READ on iWARP, where a WRITE completes once TCP has taken it. */
+ * acknowledgement proves the peer alive (InfiniBand, RoCE).  On iWARP a
+ * WRITE proves nothing and siw mishandles the zero-length READ that
+ * would: no probe there (TCP finds a silent peer). */
 static void
-test_the_keepalive_probe_proves_the_peer_alive(void **state)
+test_the_keepalive_probe_only_where_it_proves_the_peer_alive(void **state)
 {
     struct gfr_rdma_conn *conn;
 
@@ -169,10 +170,8 @@ test_the_keepalive_probe_proves_the_peer_alive(void **state)
     test_dev.iwarp = 1;
     conn = test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
     gfr_rdma_conn_keepalive(conn);
-    assert_int_equal(fake_verbs.posts, 1);
-    assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_READ);
-    assert_int_equal(fake_verbs.sent[0].num_sge, 0);
-    assert_true(fake_verbs.sent[0].send_flags & IBV_SEND_SIGNALED);
+    assert_int_equal(fake_verbs.posts, 0);
+    assert_int_equal(conn->state, GFR_CONN_ESTABLISHED);
     test_conn_free(conn);
 }
 
@@ -236,7 +235,7 @@ main(void)
         cmocka_unit_test(test_only_a_refused_size_steps_down),
         cmocka_unit_test(test_the_ack_timeout_is_set_only_where_it_means_something),
         cmocka_unit_test(test_the_peer_starts_from_the_agreed_window),
-        cmocka_unit_test(test_the_keepalive_probe_proves_the_peer_alive),
+        cmocka_unit_test(test_the_keepalive_probe_only_where_it_proves_the_peer_alive),
         cmocka_unit_test(test_a_qp_on_the_srq_waits_for_its_last_receives),
     };
 
