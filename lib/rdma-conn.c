@@ -471,7 +471,7 @@ conn_free(struct gfr_rdma_conn *conn)
  * (a late one finds no connection and only reposts its buffer).  1 once
  * both are done (at once without an SRQ or a QP), else 0: the CM thread
  * asks again on its next tick.  CM thread only, once the last reference
- * is gone.
+ * is gone (after gfr_rdma_conn_end: the owner does not wait for this).
  */
 int
 gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns)
@@ -505,18 +505,17 @@ gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns)
     return 1;
 }
 
-/* CM thread only, once the last reference is gone and gfr_rdma_conn_quiesce
- * said yes. */
+/*
+ * The end its owner sees, once the last reference is gone: what still
+ * waits (transfers, queued messages, offers, whose done callbacks run) is
+ * released, and the owner's disconnected callback is called.  The verbs
+ * resources stay until gfr_rdma_conn_finalize, which may have to wait for
+ * the QP's last receives (gfr_rdma_conn_quiesce): the owner is not kept
+ * waiting for that.  CM thread only.
+ */
 void
-gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
+gfr_rdma_conn_end(struct gfr_rdma_conn *conn)
 {
-    struct gfr_rdma *engine = conn->engine;
-    int release;
-
-    pthread_mutex_lock(&engine->lock);
-    cds_list_del(&conn->link);
-    pthread_mutex_unlock(&engine->lock);
-
     pthread_mutex_lock(&conn->lock);
     if (conn->state != GFR_CONN_DISCONNECTING)
         gfr_rdma_conn_set_state_locked(conn, GFR_CONN_DISCONNECTING);
@@ -528,18 +527,40 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     gfr_rdma_tx_release_all(conn);
     gfr_rdma_offers_release_all(conn);
     gfr_rdma_sbuf_drain(conn);
-    if (conn->ops && conn->ops->disconnected)
-        conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
-    else if (!conn->ops)
-        conn->released = 1; /* never handed to an owner */
-
+    /* Its peer sends nothing more: the receives it was promised go back
+     * to the device's SRQ now, so that connections made while this one's
+     * QP waits for its last receives do not grow the queue. */
     if (conn->dev && conn->dev->srq) {
-        gfr_rdma_srq_remove(conn->dev, conn);
-        pthread_mutex_lock(&engine->lock);
+        pthread_mutex_lock(&conn->engine->lock);
         if (conn->srq_reserved)
             gfr_rdma_srq_unreserve(conn->dev, conn->nrecv);
-        pthread_mutex_unlock(&engine->lock);
+        conn->srq_reserved = 0;
+        pthread_mutex_unlock(&conn->engine->lock);
     }
+    if (conn->ops && conn->ops->disconnected) {
+        conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
+    } else if (!conn->ops) {
+        pthread_mutex_lock(&conn->engine->lock);
+        conn->released = 1; /* never handed to an owner */
+        pthread_mutex_unlock(&conn->engine->lock);
+    }
+}
+
+/* Frees the connection's verbs resources (and the connection, once its
+ * owner has released it).  CM thread only, after gfr_rdma_conn_end and
+ * once gfr_rdma_conn_quiesce said yes. */
+void
+gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
+{
+    struct gfr_rdma *engine = conn->engine;
+    int release;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_del(&conn->link);
+    pthread_mutex_unlock(&engine->lock);
+
+    if (conn->dev && conn->dev->srq)
+        gfr_rdma_srq_remove(conn->dev, conn);
     pthread_mutex_lock(&conn->lock);
     if (conn->qp)
         rdma_destroy_qp(conn->id);

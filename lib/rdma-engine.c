@@ -19,8 +19,9 @@
 #include "rdma-internal.h"
 
 /*
- * Finalizes the connections whose last reference is gone, once their QP
- * may be destroyed (gfr_rdma_conn_quiesce): those that must wait stay on
+ * Ends the connections whose last reference is gone (their owners are
+ * told at once: gfr_rdma_conn_end), and finalizes them once their QP may
+ * be destroyed (gfr_rdma_conn_quiesce): those that must wait stay on
  * engine->quiescing, looked at again on every tick.  CM thread.
  */
 static void
@@ -28,12 +29,19 @@ reap_all(struct gfr_rdma *engine)
 {
     struct gfr_rdma_conn *conn;
     struct gfr_rdma_conn *tmp;
-    uint64_t now = gfr_now_ns();
+    CDS_LIST_HEAD(reaped);
+    uint64_t now;
 
     pthread_mutex_lock(&engine->lock);
-    cds_list_splice(&engine->reap, engine->quiescing.prev);
+    cds_list_splice(&engine->reap, &reaped);
     CDS_INIT_LIST_HEAD(&engine->reap);
     pthread_mutex_unlock(&engine->lock);
+    cds_list_for_each_entry_safe(conn, tmp, &reaped, reap_link) {
+        cds_list_del(&conn->reap_link);
+        gfr_rdma_conn_end(conn);
+        cds_list_add_tail(&conn->reap_link, &engine->quiescing);
+    }
+    now = gfr_now_ns();
     cds_list_for_each_entry_safe(conn, tmp, &engine->quiescing, reap_link) {
         if (!gfr_rdma_conn_quiesce(conn, now))
             continue;

@@ -851,6 +851,7 @@ void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
 int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
                             const struct gfr_cm_params *peer);
 void gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_end(struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
