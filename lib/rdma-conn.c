@@ -308,7 +308,6 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
                         const struct gfr_cm_params *peer)
 {
     struct gfr_cm_params local;
-
     uint32_t received;
 
     gfr_rdma_conn_local_params(conn->engine, &local);
@@ -421,10 +420,10 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     uint64_t patience = 2 * retry_bound_ns(opts);
     int err;
 
-    if (patience < opts->keepalive_ms * 1000000ull)
-        patience = opts->keepalive_ms * 1000000ull;
     if (conn->dev->iwarp)
         return;
+    if (patience < opts->keepalive_ms * 1000000ull)
+        patience = opts->keepalive_ms * 1000000ull;
     pthread_mutex_lock(&conn->lock);
     if (conn->state == GFR_CONN_ESTABLISHED && conn->keepalive_posted &&
         now - conn->keepalive_posted_ns > patience) {

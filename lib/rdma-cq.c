@@ -210,7 +210,6 @@ abandon(struct gfr_rdma *engine, struct gfr_rdma_poller *p)
     do {
         n = gfr_rdma_conns_collect(engine, on_poller, p, ended, batch, max);
         for (unsigned i = 0; i < n; i++) {
-            gfr_rdma_conn_fault(batch[i], -EIO);
             gfr_rdma_conn_fail(batch[i], -EIO);
             if (complete_as_flushed(p, batch[i]) != 0)
                 done = 0;

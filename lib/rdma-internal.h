@@ -457,7 +457,6 @@ struct gfr_rdma_conn {
     uint8_t *sq_state;
     uint32_t sq_size, sq_head, sq_count;
     uint32_t unsignaled; /* SENDs since the last signaled one */
-    int sq_tail_unsignaled; /* the last work request posted was unsignaled */
     struct gfr_rdma_wr drain_wr;
     struct gfr_rdma_wr keepalive_wr;
     int keepalive_posted;         /* under lock */

@@ -153,8 +153,11 @@ static int
 poll_once(struct gfr_rdma_poller *p)
 {
     struct ibv_wc wcs[GFR_POLL_BATCH];
-    int n = uatomic_read(&p->broken) ? 0 : ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
+    int n;
 
+    if (uatomic_read(&p->broken)) /* polled no more: wait_while_broken */
+        return 0;
+    n = ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
     POLLER_ADD(p, st_polls, 1);
     if (n == 0)
         POLLER_ADD(p, empty_polls, 1);

@@ -140,7 +140,9 @@ flush_qp(struct gfr_rdma_conn *conn)
     if (!conn->qp)
         return;
     ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
-    if (!conn->sq_count || !conn->sq_tail_unsignaled)
+    if (!conn->sq_count ||
+        (conn->sq_state[(conn->sq_head + conn->sq_count - 1) % conn->sq_size] &
+         (GFR_SQ_SIGNALED | GFR_SQ_DONE)))
         return;
     err = gfr_rdma_qp_post_locked(conn, &conn->drain_wr, &wr);
     if (err)
@@ -335,6 +337,5 @@ gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
         return err;
     }
     gfr_rdma_sq_push_locked(conn, ctx, !!(wr->send_flags & IBV_SEND_SIGNALED));
-    conn->sq_tail_unsignaled = !(wr->send_flags & IBV_SEND_SIGNALED);
     return 0;
 }

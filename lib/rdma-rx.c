@@ -440,11 +440,12 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
             pthread_mutex_unlock(&conn->lock);
             sink_err = pull_sink_get(conn, &msg, &m);
             pthread_mutex_lock(&conn->lock);
-            if (!sink_err && conn->state != GFR_CONN_DISCONNECTING &&
-                pull_start_locked(conn, &msg, &m) == 0)
-                plan.pulling = 1;
-            else if (!sink_err && conn->state == GFR_CONN_DISCONNECTING)
+            if (sink_err)
+                plan.refuse = 1;
+            else if (conn->state == GFR_CONN_DISCONNECTING)
                 plan.dropped = 1;
+            else if (pull_start_locked(conn, &msg, &m) == 0)
+                plan.pulling = 1;
             else
                 plan.refuse = 1;
         } else if (is_data(&msg)) {
