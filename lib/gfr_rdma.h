@@ -178,7 +178,9 @@ struct gfr_rdma_msg {
  * exactly once when this returns 0, never when it fails.  Any thread.
  * Returns -EMSGSIZE (body over gfr_rdma_max_msg), -E2BIG (more reply
  * buffers than a header can list), -EEXIST (another request with this xid
- * still has buffers offered), -ENOTCONN, -ENOMEM, -EINVAL.
+ * still has buffers offered), -ENOTCONN, -ENOMEM, -EINVAL, or what the
+ * device said when it refused to register the buffers (-EIO from a device
+ * that failed or is being removed: its connections end).
  */
 int gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg);
 

@@ -105,10 +105,12 @@ gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
  * peer keeps the queue busy), or always on iWARP (no drain can follow an
  * error there: rdma-qp.c's flush_qp); the others are retired by a later
  * completion.  Caller holds conn->lock, has taken the slot and the credit.
- * 0 or a negative errno: the post failed, and the slot, the credit and the
- * grant are given back (so the accounting stays exact for whatever still
- * looks at it) and the connection ends, since a QP that refuses a post
- * takes no further one.
+ * 0 or -ENOTCONN: the post failed (what the provider said is logged), and
+ * the slot, the credit and the grant are given back (so the accounting
+ * stays exact for whatever still looks at it) and the connection ends,
+ * since a QP that refuses a post takes no further one.  Not the provider's
+ * errno: cxgb4 refuses a post on a QP in error with EINVAL, which a caller
+ * would read as a fault of its message.
  */
 static int
 post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t grant,
@@ -143,7 +145,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
         gfr_credits_untake(&conn->credits, grant);
         gfr_rdma_conn_log(conn, "ibv_post_send failed: %s; disconnecting", strerror(err));
         gfr_rdma_conn_fail_locked(conn, -EIO);
-        return -err;
+        return -ENOTCONN;
     }
     gfr_rdma_trace_posted_locked(conn, ctx, buf);
     if (buf[1] == GFR_WIRE_CREDIT)
