@@ -49,9 +49,10 @@ model_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr 
         w->opcode = wr->opcode;
         w->flags = wr->send_flags;
         w->nsge = wr->num_sge;
-        memcpy(w->sge, wr->sg_list, sizeof(w->sge[0]) * (size_t)wr->num_sge);
-        for (int i = 0; i < wr->num_sge; i++)
+        for (int i = 0; i < wr->num_sge; i++) {
+            w->sge[i] = wr->sg_list[i];
             w->len += wr->sg_list[i].length;
+        }
         if (wr->opcode == IBV_WR_RDMA_WRITE || wr->opcode == IBV_WR_RDMA_READ) {
             w->raddr = wr->wr.rdma.remote_addr;
             w->rkey = wr->wr.rdma.rkey;
@@ -73,6 +74,8 @@ model_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr 
                 break;
             }
             for (int i = 0; i < wr->num_sge; i++) {
+                if (!wr->sg_list[i].length)
+                    continue;
                 memcpy(w->inline_data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
                        wr->sg_list[i].length);
                 off += wr->sg_list[i].length;

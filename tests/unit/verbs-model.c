@@ -346,7 +346,7 @@ gather(struct mqp *qp, struct mwr *w, uint8_t *out, size_t cap, const char **why
             *why = no;
             return 0;
         }
-        if (off + w->sge[i].length <= cap)
+        if (w->sge[i].length && off + w->sge[i].length <= cap)
             memcpy(out + off, (void *)(uintptr_t)w->sge[i].addr, w->sge[i].length);
         off += w->sge[i].length;
     }
@@ -445,7 +445,8 @@ execute(struct mqp *qp, struct mwr *w)
             fail_both(qp, w, IBV_WC_REM_INV_REQ_ERR);
             return 0;
         }
-        memcpy((void *)(uintptr_t)r->sge.addr, data, len);
+        if (len)
+            memcpy((void *)(uintptr_t)r->sge.addr, data, len);
         e = vm_new_cqe(peer, r->wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, len, 0);
         if (e) {
             e->srq = from_srq;
@@ -471,7 +472,8 @@ execute(struct mqp *qp, struct mwr *w)
             fail_both(qp, w, IBV_WC_REM_ACCESS_ERR);
             return 0;
         }
-        memcpy((void *)(uintptr_t)w->raddr, data, len);
+        if (len)
+            memcpy((void *)(uintptr_t)w->raddr, data, len);
         vm_send_cqe(qp, w, IBV_WC_SUCCESS);
         return 0;
     case IBV_WR_RDMA_READ: {
@@ -502,8 +504,9 @@ execute(struct mqp *qp, struct mwr *w)
             return 0;
         }
         for (int i = 0; i < w->nsge; i++) {
-            memcpy((void *)(uintptr_t)w->sge[i].addr, (void *)(uintptr_t)(w->raddr + off),
-                   w->sge[i].length);
+            if (w->sge[i].length)
+                memcpy((void *)(uintptr_t)w->sge[i].addr, (void *)(uintptr_t)(w->raddr + off),
+                       w->sge[i].length);
             off += w->sge[i].length;
         }
         vm_send_cqe(qp, w, IBV_WC_SUCCESS);
