@@ -256,11 +256,41 @@ gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
     return 0;
 }
 
+/*
+ * Squeezes the done entries out of a full ring, keeping the order of the
+ * rest.  A ring fills with them when a completion comes late (siw answers
+ * an RDMA READ after SENDs posted behind it): the entries behind the
+ * undone head are done and their slots back in use, so the work requests
+ * in flight, which the engine bounds by sq_size, are fewer than the
+ * entries.  Caller holds conn->lock.
+ */
+static void
+sq_compact_locked(struct gfr_rdma_conn *conn)
+{
+    uint32_t kept = 0;
+
+    for (uint32_t i = 0; i < conn->sq_count; i++) {
+        uint32_t from = (conn->sq_head + i) % conn->sq_size;
+        uint32_t to = (conn->sq_head + kept) % conn->sq_size;
+
+        if (conn->sq_state[from] & GFR_SQ_DONE)
+            continue;
+        conn->sq_ring[to] = conn->sq_ring[from];
+        conn->sq_state[to] = conn->sq_state[from];
+        kept++;
+    }
+    conn->sq_count = kept;
+}
+
 /* Records a posted send-queue work request.  Caller holds conn->lock. */
 void
 gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, int signaled)
 {
-    uint32_t at = (conn->sq_head + conn->sq_count++) % conn->sq_size;
+    uint32_t at;
+
+    if (conn->sq_count == conn->sq_size)
+        sq_compact_locked(conn);
+    at = (conn->sq_head + conn->sq_count++) % conn->sq_size;
 
     conn->sq_ring[at] = ctx;
     conn->sq_state[at] = signaled ? GFR_SQ_SIGNALED : 0;
@@ -290,7 +320,8 @@ gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
             break;
     }
     if (pos == conn->sq_count) {
-        gfr_rdma_conn_log(conn, "a send-queue completion matches no posted work request");
+        gfr_rdma_conn_log(conn, "a send-queue completion (work request kind %u) matches no "
+                          "posted work request (%u in the ring)", ctx->kind, conn->sq_count);
         return 0;
     }
     conn->sq_state[(conn->sq_head + pos) % conn->sq_size] |= GFR_SQ_DONE;

@@ -167,6 +167,44 @@ test_completions_out_of_order_retire_each_entry_once(void **state)
     free_conn(conn);
 }
 
+/* Completions out of order leave done entries behind an undone head (siw
+ * answers an RDMA READ, a pull's or the keepalive's, after SENDs posted
+ * behind it, and those SENDs' slots are free again meanwhile): the ring
+ * must take a new work request without overwriting the head.  Before, the
+ * push wrapped onto the READ's entry, whose completion then matched
+ * nothing (seen on siw with a probe every 20 ms). */
+static void
+test_a_full_ring_of_done_entries_keeps_its_head(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+    struct gfr_rdma_wr read = {.conn = conn, .kind = GFR_WR_KEEPALIVE};
+    uint32_t size = conn->sq_size;
+    struct gfr_rdma_wr *send = calloc(size, sizeof(*send));
+
+    (void)state;
+    assert_non_null(send);
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_sq_push_locked(conn, &read, 1);
+    for (uint32_t i = 0; i + 1 < size; i++) {
+        send[i] = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_SEND};
+        gfr_rdma_sq_push_locked(conn, &send[i], 1);
+    }
+    for (uint32_t i = 0; i + 1 < size; i++)
+        gfr_rdma_sq_retire_locked(conn, &send[i]);
+    assert_int_equal(conn->sq_count, size); /* the READ holds the head */
+    send[size - 1] = (struct gfr_rdma_wr){.conn = conn, .kind = GFR_WR_SEND};
+    gfr_rdma_sq_push_locked(conn, &send[size - 1], 1);
+    assert_true(conn->sq_count <= size);
+    assert_ptr_equal(conn->sq_ring[conn->sq_head], &read);
+    gfr_rdma_sq_retire_locked(conn, &read);
+    assert_int_equal(conn->sq_count, 1);
+    gfr_rdma_sq_retire_locked(conn, &send[size - 1]);
+    assert_int_equal(conn->sq_count, 0);
+    pthread_mutex_unlock(&conn->lock);
+    free(send);
+    free_conn(conn);
+}
+
 /* The post helper: a reference and a ring entry per posted work request,
  * neither when the post fails (its error comes back positive, as
  * ibv_post_send's). */
@@ -286,6 +324,7 @@ main(void)
 #endif
         cmocka_unit_test(test_a_completion_retires_the_sends_before_it),
         cmocka_unit_test(test_completions_out_of_order_retire_each_entry_once),
+        cmocka_unit_test(test_a_full_ring_of_done_entries_keeps_its_head),
         cmocka_unit_test(test_a_post_holds_a_reference_until_it_fails),
         cmocka_unit_test(test_on_iwarp_no_drain_follows_an_error),
         cmocka_unit_test(test_a_drain_follows_only_an_unsignaled_tail),
