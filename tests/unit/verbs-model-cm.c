@@ -23,9 +23,9 @@ rdma_create_event_channel(void)
         return NULL;
     }
     ch->ch.fd = ch->rfd.fd;
+    CDS_INIT_LIST_HEAD(&ch->events);
     pthread_mutex_lock(&vm.lock);
-    ch->next = vm.chans;
-    vm.chans = ch;
+    cds_list_add(&ch->link, &vm.chans);
     pthread_mutex_unlock(&vm.lock);
     return &ch->ch;
 }
@@ -33,22 +33,17 @@ rdma_create_event_channel(void)
 void
 rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
-    struct mchan **p, *ch = (struct mchan *)channel;
+    struct mchan *ch = (struct mchan *)channel;
+    struct mevent *e, *tmp;
+    struct mid *id;
 
     pthread_mutex_lock(&vm.lock);
-    for (struct mid *id = vm.ids; id; id = id->next)
+    cds_list_for_each_entry(id, &vm.ids, link)
         if (id->chan == ch)
             vm_finding("an event channel destroyed while a CM id uses it");
-    while (ch->head) {
-        struct mevent *e = ch->head;
-
-        ch->head = e->next;
+    cds_list_for_each_entry_safe(e, tmp, &ch->events, link)
         free(e);
-    }
-    for (p = &vm.chans; *p && *p != ch; p = &(*p)->next)
-        ;
-    if (*p)
-        *p = ch->next;
+    cds_list_del(&ch->link);
     pthread_mutex_unlock(&vm.lock);
     close(ch->rfd.fd);
     free(ch);
@@ -66,8 +61,7 @@ new_id(struct mchan *ch, void *context)
     id->id.ps = RDMA_PS_TCP;
     id->id.qp_type = IBV_QPT_RC;
     id->chan = ch;
-    id->next = vm.ids;
-    vm.ids = id;
+    cds_list_add(&id->link, &vm.ids);
     return id;
 }
 
@@ -100,7 +94,7 @@ bind_host(struct mid *id, struct mhost *h)
 int
 rdma_bind_addr(struct rdma_cm_id *cmid, struct sockaddr *addr)
 {
-    struct mid *id = (struct mid *)cmid;
+    struct mid *id = (struct mid *)cmid, *o;
     const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
     struct mhost *h = NULL;
     uint16_t port;
@@ -119,7 +113,7 @@ rdma_bind_addr(struct rdma_cm_id *cmid, struct sockaddr *addr)
         }
     }
     port = ntohs(sin->sin_port) ? ntohs(sin->sin_port) : vm.next_port++;
-    for (struct mid *o = vm.ids; o; o = o->next)
+    cds_list_for_each_entry(o, &vm.ids, link)
         if (o != id && o->listening && o->port == port) {
             pthread_mutex_unlock(&vm.lock);
             errno = EADDRINUSE;
@@ -235,10 +229,10 @@ rdma_create_qp(struct rdma_cm_id *cmid, struct ibv_pd *pd, struct ibv_qp_init_at
     qp->srq = (struct msrq *)attr->srq;
     qp->sq_sig_all = attr->sq_sig_all;
     qp->max_send_wr = attr->cap.max_send_wr;
-    qp->max_recv_wr = attr->cap.max_recv_wr;
+    CDS_INIT_LIST_HEAD(&qp->rq.list);
+    qp->rq.max = attr->cap.max_recv_wr;
     qp->max_inline = attr->cap.max_inline_data;
-    qp->next = vm.qps;
-    vm.qps = qp;
+    cds_list_add(&qp->link, &vm.qps);
     id->id.qp = &qp->qp;
     id->id.pd = pd;
     pthread_mutex_unlock(&vm.lock);
@@ -251,6 +245,7 @@ drop_completions(struct mqp *qp)
 {
     struct fifo *fifos[] = {&qp->sq_cqes, &qp->rq_cqes, &qp->rd_cqes};
     unsigned lost = 0;
+    struct mcq *cq;
 
     for (unsigned i = 0; i < 3; i++) {
         struct mcqe *e;
@@ -265,7 +260,7 @@ drop_completions(struct mqp *qp)
             free(e);
         }
     }
-    for (struct mcq *cq = vm.cqs; cq; cq = cq->next) {
+    cds_list_for_each_entry(cq, &vm.cqs, link) {
         struct mcqe **p = &cq->head;
 
         cq->tail = NULL;
@@ -299,7 +294,7 @@ void
 rdma_destroy_qp(struct rdma_cm_id *cmid)
 {
     struct mid *id = (struct mid *)cmid;
-    struct mqp **p, *qp = (struct mqp *)id->id.qp;
+    struct mqp *qp = (struct mqp *)id->id.qp;
 
     if (!qp)
         return;
@@ -314,17 +309,9 @@ rdma_destroy_qp(struct rdma_cm_id *cmid)
         free(w->inline_data);
         free(w);
     }
-    while (qp->recvs) {
-        struct mrecv *r = qp->recvs;
-
-        qp->recvs = r->next;
-        free(r);
-    }
+    vm_rq_free(&qp->rq);
     vm_drop_async_events(IBV_EVENT_QP_LAST_WQE_REACHED, &qp->qp);
-    for (p = &vm.qps; *p && *p != qp; p = &(*p)->next)
-        ;
-    if (*p)
-        *p = qp->next;
+    cds_list_del(&qp->link);
     id->id.qp = NULL;
     pthread_mutex_unlock(&vm.lock);
     free(qp);
@@ -333,7 +320,9 @@ rdma_destroy_qp(struct rdma_cm_id *cmid)
 static struct mid *
 find_listener(const struct sockaddr_in *dst)
 {
-    for (struct mid *id = vm.ids; id; id = id->next) {
+    struct mid *id;
+
+    cds_list_for_each_entry(id, &vm.ids, link) {
         const struct sockaddr_in *a = (const struct sockaddr_in *)&id->id.route.addr.src_addr;
 
         if (id->listening && id->port == ntohs(dst->sin_port) &&
@@ -454,16 +443,14 @@ rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **eve
     struct mevent *e;
 
     pthread_mutex_lock(&vm.lock);
-    e = ch->head;
-    if (!e) {
+    if (cds_list_empty(&ch->events)) {
         pthread_mutex_unlock(&vm.lock);
         errno = EAGAIN;
         return -1;
     }
-    ch->head = e->next;
-    if (!ch->head)
-        ch->tail = NULL;
-    vm_set_ready(&ch->rfd, ch->head != NULL);
+    e = cds_list_first_entry(&ch->events, struct mevent, link);
+    cds_list_del(&e->link);
+    vm_set_ready(&ch->rfd, !cds_list_empty(&ch->events));
     pthread_mutex_unlock(&vm.lock);
     *event = &e->ev;
     return 0;
@@ -479,33 +466,28 @@ rdma_ack_cm_event(struct rdma_cm_event *event)
 int
 rdma_destroy_id(struct rdma_cm_id *cmid)
 {
-    struct mid **p, *id = (struct mid *)cmid;
+    struct mid *id = (struct mid *)cmid;
+    struct mchan *ch;
 
     pthread_mutex_lock(&vm.lock);
     if (id->id.qp)
         vm_finding("a CM id destroyed with its QP still there");
     /* The kernel drops what was queued for the id, and tells the peer. */
-    for (struct mchan *ch = vm.chans; ch; ch = ch->next) {
-        struct mevent **e = &ch->head;
+    cds_list_for_each_entry(ch, &vm.chans, link) {
+        struct mevent *e, *tmp;
 
-        ch->tail = NULL;
-        while (*e) {
-            if ((*e)->id == id || (*e)->ev.listen_id == &id->id) {
-                struct mevent *gone = *e;
-
-                if (gone->ev.listen_id == &id->id && gone->id != id && gone->id->peer) {
-                    /* A request the listener never took: refused. */
-                    vm_cm_event(gone->id->peer, RDMA_CM_EVENT_REJECTED, 8, NULL, 0, NULL);
-                    gone->id->peer->peer = NULL;
-                }
-                *e = gone->next;
-                free(gone);
-            } else {
-                ch->tail = *e;
-                e = &(*e)->next;
+        cds_list_for_each_entry_safe(e, tmp, &ch->events, link) {
+            if (e->id != id && e->ev.listen_id != &id->id)
+                continue;
+            if (e->ev.listen_id == &id->id && e->id != id && e->id->peer) {
+                /* A request the listener never took: refused. */
+                vm_cm_event(e->id->peer, RDMA_CM_EVENT_REJECTED, 8, NULL, 0, NULL);
+                e->id->peer->peer = NULL;
             }
+            cds_list_del(&e->link);
+            free(e);
         }
-        vm_set_ready(&ch->rfd, ch->head != NULL);
+        vm_set_ready(&ch->rfd, !cds_list_empty(&ch->events));
     }
     if (id->peer) {
         if (id->connected && !id->peer->disconnected) {
@@ -514,10 +496,7 @@ rdma_destroy_id(struct rdma_cm_id *cmid)
         }
         id->peer->peer = NULL;
     }
-    for (p = &vm.ids; *p && *p != id; p = &(*p)->next)
-        ;
-    if (*p)
-        *p = id->next;
+    cds_list_del(&id->link);
     pthread_mutex_unlock(&vm.lock);
     free(id);
     return 0;

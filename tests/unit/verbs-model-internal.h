@@ -15,6 +15,7 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <urcu/list.h>
 
 #include "verbs-model.h"
 
@@ -58,7 +59,7 @@ struct mhost;
 struct mpd {
     struct ibv_pd pd; /* first: the engine holds &pd */
     struct mhost *host;
-    struct mpd *next;
+    struct cds_list_head link; /* vm.pds */
 };
 
 struct mkey {
@@ -74,7 +75,7 @@ struct mcomp {
     struct ready_fd rfd;
     unsigned queued; /* events not yet taken */
     struct mcq *queue[64];
-    struct mcomp *next;
+    struct cds_list_head link; /* vm.comps */
 };
 
 /* A completion on its way to, or in, a CQ. */
@@ -96,22 +97,27 @@ struct mcq {
     int armed;
     int broken;
     unsigned events_got, events_acked;
-    struct mcq *next;
+    struct cds_list_head link; /* vm.cqs */
 };
 
 struct mrecv {
     uint64_t wr_id;
     struct ibv_sge sge;
     int nsge;
-    struct mrecv *next;
+    struct cds_list_head link; /* its mrq */
+};
+
+/* Posted receives, a QP's own or an SRQ's, taken in order. */
+struct mrq {
+    struct cds_list_head list;
+    unsigned count, max;
 };
 
 struct msrq {
     struct ibv_srq srq;
     struct mhost *host;
-    unsigned max, count;
-    struct mrecv *head, *tail;
-    struct msrq *next;
+    struct mrq rq;
+    struct cds_list_head link; /* vm.srqs */
 };
 
 struct mwr {
@@ -141,29 +147,28 @@ struct mqp {
     struct mcq *send_cq, *recv_cq;
     struct msrq *srq;
     int sq_sig_all;
-    uint32_t max_send_wr, max_recv_wr, max_inline;
+    uint32_t max_send_wr, max_inline;
     unsigned sq_used;      /* posted, slot not yet given back by a poll */
     unsigned unsig_done;   /* unsignaled, executed: freed by the next polled CQE */
     struct mwr *sends, *sends_tail;
-    struct mrecv *recvs, *recvs_tail;
-    unsigned nrecvs;
+    struct mrq rq; /* without an SRQ */
     struct fifo sq_cqes, rq_cqes, rd_cqes; /* generated, not yet in the CQ */
     int last_wqe_due;
-    struct mqp *next;
+    struct cds_list_head link; /* vm.qps */
 };
 
 struct mevent {
     struct rdma_cm_event ev;
     struct mid *id;
     uint8_t pdata[256];
-    struct mevent *next;
+    struct cds_list_head link; /* its mchan's events */
 };
 
 struct mchan {
     struct rdma_event_channel ch;
     struct ready_fd rfd;
-    struct mevent *head, *tail;
-    struct mchan *next;
+    struct cds_list_head events;
+    struct cds_list_head link; /* vm.chans */
 };
 
 struct mid {
@@ -176,19 +181,19 @@ struct mid {
     int connected;
     int disconnected;      /* DISCONNECTED queued to it */
     uint16_t port;
-    struct mid *next;
+    struct cds_list_head link; /* vm.ids */
 };
 
 struct masync {
     struct ibv_async_event ev;
-    struct masync *next;
+    struct cds_list_head link; /* its host's events */
 };
 
 struct mhost {
     struct ibv_device device;
     struct ibv_context ctx;
     struct ready_fd async;
-    struct masync *async_head, *async_tail;
+    struct cds_list_head async_events;
     uint32_t ip;
     int port_down;
     int removed;
@@ -210,13 +215,8 @@ struct vm_state {
     model_disconnect_fn disconnect;
     void *cb_arg;
     struct mhost hosts[NHOSTS];
-    struct mpd *pds;
-    struct mcq *cqs;
-    struct mcomp *comps;
-    struct msrq *srqs;
-    struct mqp *qps;
-    struct mchan *chans;
-    struct mid *ids;
+    /* Every live object, for the checks and the fabric. */
+    struct cds_list_head pds, cqs, comps, srqs, qps, chans, ids;
     struct mkey *keys;
     uint32_t nkeys, keys_cap;
     uint32_t next_qpn;
@@ -244,6 +244,9 @@ void vm_set_ready(struct ready_fd *r, int ready);
 struct mhost *vm_host_of_ctx(const struct ibv_context *ctx);
 struct mhost *vm_host_of_ip(uint32_t ip);
 void vm_fifo_push(struct fifo *f, struct mcqe *e);
+void vm_rq_push(struct mrq *rq, struct mrecv *r);
+struct mrecv *vm_rq_pop(struct mrq *rq);
+void vm_rq_free(struct mrq *rq);
 struct mcqe *vm_fifo_pop(struct fifo *f);
 void vm_drop_async_events(enum ibv_event_type type, const void *element);
 void vm_cm_event(struct mid *id, enum rdma_cm_event_type type, int status, const void *pdata,

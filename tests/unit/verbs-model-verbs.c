@@ -142,9 +142,9 @@ model_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
             err = EINVAL;
             break;
         }
-        if (qp->nrecvs >= qp->max_recv_wr) {
+        if (qp->rq.count >= qp->rq.max) {
             vm_finding("%s: a receive posted to a full receive queue (%u)", vm_qp_name(qp),
-                    qp->max_recv_wr);
+                    qp->rq.max);
             err = ENOMEM;
             break;
         }
@@ -159,12 +159,7 @@ model_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
             free(r);
             continue;
         }
-        if (qp->recvs_tail)
-            qp->recvs_tail->next = r;
-        else
-            qp->recvs = r;
-        qp->recvs_tail = r;
-        qp->nrecvs++;
+        vm_rq_push(&qp->rq, r);
     }
     if (err)
         *bad = wr;
@@ -183,20 +178,16 @@ model_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_re
     for (; wr; wr = wr->next) {
         struct mrecv *r;
 
-        if (srq->count >= srq->max) {
-            vm_finding("%s: a receive posted to a full SRQ (%u)", srq->host->device.name, srq->max);
+        if (srq->rq.count >= srq->rq.max) {
+            vm_finding("%s: a receive posted to a full SRQ (%u)", srq->host->device.name,
+                       srq->rq.max);
             err = ENOMEM;
             break;
         }
         r = new_recv(wr, &err);
         if (!r)
             break;
-        if (srq->tail)
-            srq->tail->next = r;
-        else
-            srq->head = r;
-        srq->tail = r;
-        srq->count++;
+        vm_rq_push(&srq->rq, r);
     }
     if (err)
         *bad = wr;
@@ -320,8 +311,7 @@ ibv_alloc_pd(struct ibv_context *ctx)
     if (pd) {
         pd->pd.context = ctx;
         pd->host = h;
-        pd->next = vm.pds;
-        vm.pds = pd;
+        cds_list_add(&pd->link, &vm.pds);
     }
     pthread_mutex_unlock(&vm.lock);
     return pd ? &pd->pd : NULL;
@@ -330,7 +320,7 @@ ibv_alloc_pd(struct ibv_context *ctx)
 int
 ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-    struct mpd **p;
+    struct mpd *pd = (struct mpd *)ibpd;
 
     pthread_mutex_lock(&vm.lock);
     for (uint32_t k = 0; k < vm.nkeys; k++)
@@ -339,15 +329,9 @@ ibv_dealloc_pd(struct ibv_pd *ibpd)
             pthread_mutex_unlock(&vm.lock);
             return EBUSY;
         }
-    for (p = &vm.pds; *p && &(*p)->pd != ibpd; p = &(*p)->next)
-        ;
-    if (*p) {
-        struct mpd *pd = *p;
-
-        *p = pd->next;
-        free(pd);
-    }
+    cds_list_del(&pd->link);
     pthread_mutex_unlock(&vm.lock);
+    free(pd);
     return 0;
 }
 
@@ -431,8 +415,7 @@ ibv_create_comp_channel(struct ibv_context *ctx)
     c->ch.context = ctx;
     c->ch.fd = c->rfd.fd;
     pthread_mutex_lock(&vm.lock);
-    c->next = vm.comps;
-    vm.comps = c;
+    cds_list_add(&c->link, &vm.comps);
     pthread_mutex_unlock(&vm.lock);
     return &c->ch;
 }
@@ -440,19 +423,17 @@ ibv_create_comp_channel(struct ibv_context *ctx)
 int
 ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 {
-    struct mcomp **p, *c = (struct mcomp *)ch;
+    struct mcomp *c = (struct mcomp *)ch;
+    struct mcq *cq;
 
     pthread_mutex_lock(&vm.lock);
-    for (struct mcq *cq = vm.cqs; cq; cq = cq->next)
+    cds_list_for_each_entry(cq, &vm.cqs, link)
         if (cq->comp == c) {
             vm_finding("a completion channel destroyed while a CQ uses it");
             pthread_mutex_unlock(&vm.lock);
             return EBUSY;
         }
-    for (p = &vm.comps; *p && *p != c; p = &(*p)->next)
-        ;
-    if (*p)
-        *p = c->next;
+    cds_list_del(&c->link);
     pthread_mutex_unlock(&vm.lock);
     close(c->rfd.fd);
     free(c);
@@ -520,8 +501,7 @@ ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_com
         cq->host = h;
         cq->comp = (struct mcomp *)ch;
         cq->capacity = cqe;
-        cq->next = vm.cqs;
-        vm.cqs = cq;
+        cds_list_add(&cq->link, &vm.cqs);
     }
     pthread_mutex_unlock(&vm.lock);
     if (!cq)
@@ -532,10 +512,11 @@ ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_com
 int
 ibv_destroy_cq(struct ibv_cq *ibcq)
 {
-    struct mcq **p, *cq = (struct mcq *)ibcq;
+    struct mcq *cq = (struct mcq *)ibcq;
+    struct mqp *qp;
 
     pthread_mutex_lock(&vm.lock);
-    for (struct mqp *qp = vm.qps; qp; qp = qp->next)
+    cds_list_for_each_entry(qp, &vm.qps, link)
         if (qp->send_cq == cq || qp->recv_cq == cq) {
             vm_finding("a CQ destroyed while %s uses it", vm_qp_name(qp));
             pthread_mutex_unlock(&vm.lock);
@@ -561,10 +542,7 @@ ibv_destroy_cq(struct ibv_cq *ibcq)
         cq->head = e->next;
         free(e);
     }
-    for (p = &vm.cqs; *p && *p != cq; p = &(*p)->next)
-        ;
-    if (*p)
-        *p = cq->next;
+    cds_list_del(&cq->link);
     pthread_mutex_unlock(&vm.lock);
     free(cq);
     return 0;
@@ -589,9 +567,9 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
         srq->srq.pd = pd;
         srq->srq.srq_context = attr->srq_context;
         srq->host = h;
-        srq->max = attr->attr.max_wr;
-        srq->next = vm.srqs;
-        vm.srqs = srq;
+        srq->rq.max = attr->attr.max_wr;
+        CDS_INIT_LIST_HEAD(&srq->rq.list);
+        cds_list_add(&srq->link, &vm.srqs);
     }
     pthread_mutex_unlock(&vm.lock);
     if (!srq)
@@ -602,25 +580,18 @@ ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 int
 ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
-    struct msrq **p, *srq = (struct msrq *)ibsrq;
+    struct msrq *srq = (struct msrq *)ibsrq;
+    struct mqp *qp;
 
     pthread_mutex_lock(&vm.lock);
-    for (struct mqp *qp = vm.qps; qp; qp = qp->next)
+    cds_list_for_each_entry(qp, &vm.qps, link)
         if (qp->srq == srq) {
             vm_finding("an SRQ destroyed while %s uses it", vm_qp_name(qp));
             pthread_mutex_unlock(&vm.lock);
             return EBUSY;
         }
-    while (srq->head) {
-        struct mrecv *r = srq->head;
-
-        srq->head = r->next;
-        free(r);
-    }
-    for (p = &vm.srqs; *p && *p != srq; p = &(*p)->next)
-        ;
-    if (*p)
-        *p = srq->next;
+    vm_rq_free(&srq->rq);
+    cds_list_del(&srq->link);
     pthread_mutex_unlock(&vm.lock);
     free(srq);
     return 0;
@@ -644,19 +615,19 @@ ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 int
 ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
+    struct masync *a;
+
     pthread_mutex_lock(&vm.lock);
     struct mhost *h = vm_host_of_ctx(ctx);
-    struct masync *a = h ? h->async_head : NULL;
 
-    if (!a) {
+    if (!h || cds_list_empty(&h->async_events)) {
         pthread_mutex_unlock(&vm.lock);
         errno = EAGAIN;
         return -1;
     }
-    h->async_head = a->next;
-    if (!a->next)
-        h->async_tail = NULL;
-    vm_set_ready(&h->async, h->async_head != NULL);
+    a = cds_list_first_entry(&h->async_events, struct masync, link);
+    cds_list_del(&a->link);
+    vm_set_ready(&h->async, !cds_list_empty(&h->async_events));
     *ev = a->ev;
     pthread_mutex_unlock(&vm.lock);
     free(a);

@@ -123,6 +123,36 @@ vm_fifo_pop(struct fifo *f)
     return e;
 }
 
+void
+vm_rq_push(struct mrq *rq, struct mrecv *r)
+{
+    cds_list_add_tail(&r->link, &rq->list);
+    rq->count++;
+}
+
+/* The oldest posted receive, taken off the queue; NULL when none. */
+struct mrecv *
+vm_rq_pop(struct mrq *rq)
+{
+    struct mrecv *r;
+
+    if (cds_list_empty(&rq->list))
+        return NULL;
+    r = cds_list_first_entry(&rq->list, struct mrecv, link);
+    cds_list_del(&r->link);
+    rq->count--;
+    return r;
+}
+
+void
+vm_rq_free(struct mrq *rq)
+{
+    struct mrecv *r;
+
+    while ((r = vm_rq_pop(rq)) != NULL)
+        free(r);
+}
+
 static void
 async_event(struct mhost *h, enum ibv_event_type type, struct ibv_qp *qp, struct ibv_cq *cq,
             int port)
@@ -140,11 +170,7 @@ async_event(struct mhost *h, enum ibv_event_type type, struct ibv_qp *qp, struct
         a->ev.element.cq = cq;
     else
         a->ev.element.port_num = port;
-    if (h->async_tail)
-        h->async_tail->next = a;
-    else
-        h->async_head = a;
-    h->async_tail = a;
+    cds_list_add_tail(&a->link, &h->async_events);
     vm_set_ready(&h->async, 1);
 }
 
@@ -154,24 +180,18 @@ void
 vm_drop_async_events(enum ibv_event_type type, const void *element)
 {
     for (struct mhost *h = vm.hosts; h < vm.hosts + NHOSTS; h++) {
-        struct masync **a = &h->async_head;
+        struct masync *a, *tmp;
 
-        h->async_tail = NULL;
-        while (*a) {
-            const void *of = type == IBV_EVENT_CQ_ERR ? (const void *)(*a)->ev.element.cq
-                                                       : (const void *)(*a)->ev.element.qp;
+        cds_list_for_each_entry_safe(a, tmp, &h->async_events, link) {
+            const void *of = type == IBV_EVENT_CQ_ERR ? (const void *)a->ev.element.cq
+                                                       : (const void *)a->ev.element.qp;
 
-            if ((*a)->ev.event_type == type && of == element) {
-                struct masync *gone = *a;
-
-                *a = gone->next;
-                free(gone);
-            } else {
-                h->async_tail = *a;
-                a = &(*a)->next;
+            if (a->ev.event_type == type && of == element) {
+                cds_list_del(&a->link);
+                free(a);
             }
         }
-        vm_set_ready(&h->async, h->async_head != NULL);
+        vm_set_ready(&h->async, !cds_list_empty(&h->async_events));
     }
 }
 
@@ -196,11 +216,7 @@ vm_cm_event(struct mid *id, enum rdma_cm_event_type type, int status, const void
         e->ev.param.conn.private_data = e->pdata;
         e->ev.param.conn.private_data_len = pdata_len;
     }
-    if (ch->tail)
-        ch->tail->next = e;
-    else
-        ch->head = e;
-    ch->tail = e;
+    cds_list_add_tail(&e->link, &ch->events);
     vm_set_ready(&ch->rfd, 1);
 }
 
@@ -293,6 +309,8 @@ vm_send_cqe(struct mqp *qp, struct mwr *w, enum ibv_wc_status status)
 void
 vm_qp_error(struct mqp *qp)
 {
+    struct mrecv *r;
+
     if (qp->qp.state == IBV_QPS_ERR)
         return;
     qp->qp.state = IBV_QPS_ERR;
@@ -305,17 +323,13 @@ vm_qp_error(struct mqp *qp)
         free(w);
     }
     qp->sends_tail = NULL;
-    while (qp->recvs) {
-        struct mrecv *r = qp->recvs;
+    while ((r = vm_rq_pop(&qp->rq)) != NULL) {
         struct mcqe *e = vm_new_cqe(qp, r->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0);
 
-        qp->recvs = r->next;
-        qp->nrecvs--;
         if (e)
             vm_fifo_push(&qp->rq_cqes, e);
         free(r);
     }
-    qp->recvs_tail = NULL;
     if (qp->srq && vm.prof->last_wqe_event)
         qp->last_wqe_due = 1;
 }
@@ -408,7 +422,7 @@ execute(struct mqp *qp, struct mwr *w)
             fail_both(qp, w, IBV_WC_LOC_PROT_ERR);
             return 0;
         }
-        r = from_srq ? peer->srq->head : peer->recvs;
+        r = vm_rq_pop(from_srq ? &peer->srq->rq : &peer->rq);
         if (!r) {
             if (!vm.prof->rnr_terminates)
                 return 1; /* RNR NAK; rnr-retry 7 retries for ever */
@@ -416,17 +430,6 @@ execute(struct mqp *qp, struct mwr *w)
                     "iWARP connection", vm_qp_name(qp), vm_qp_name(peer));
             fail_both(qp, w, IBV_WC_REM_OP_ERR);
             return 0;
-        }
-        if (from_srq) {
-            peer->srq->head = r->next;
-            if (!r->next)
-                peer->srq->tail = NULL;
-            peer->srq->count--;
-        } else {
-            peer->recvs = r->next;
-            if (!r->next)
-                peer->recvs_tail = NULL;
-            peer->nrecvs--;
         }
         why = r->nsge ? access_denied(r->sge.lkey, r->sge.addr, r->sge.length, peer->qp.pd,
                                       IBV_ACCESS_LOCAL_WRITE)
@@ -572,7 +575,9 @@ fabric_step(void)
     unsigned n = 0;
     struct mqp *qp;
 
-    for (qp = vm.qps; qp && n + 5 <= sizeof(acts) / sizeof(acts[0]); qp = qp->next) {
+    cds_list_for_each_entry(qp, &vm.qps, link) {
+        if (n + 5 > sizeof(acts) / sizeof(acts[0]))
+            break;
         if (qp->sends && qp->qp.state == IBV_QPS_RTS)
             acts[n++] = (struct action){RUN_SEND, qp};
         if (qp->sq_cqes.head)
@@ -681,12 +686,15 @@ fabric_main(void *arg)
 static void
 remove_device(struct mhost *h)
 {
+    struct mqp *qp;
+    struct mid *id;
+
     h->removed = 1;
-    for (struct mqp *qp = vm.qps; qp; qp = qp->next)
+    cds_list_for_each_entry(qp, &vm.qps, link)
         if (qp->host == h)
             vm_qp_error(qp);
     async_event(h, IBV_EVENT_DEVICE_FATAL, NULL, NULL, 0);
-    for (struct mid *id = vm.ids; id; id = id->next)
+    cds_list_for_each_entry(id, &vm.ids, link)
         if (id->host == h && id->id.verbs)
             vm_cm_event(id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0, NULL, 0, NULL);
 }
@@ -765,10 +773,19 @@ model_start(enum model_profile profile, uint64_t seed, const struct model_plan *
     vm.nkeys = 0;
     vm.next_qpn = 0x100;
     vm.next_port = 40000;
+    /* What a failed run left behind was reported by its model_stop. */
+    CDS_INIT_LIST_HEAD(&vm.pds);
+    CDS_INIT_LIST_HEAD(&vm.cqs);
+    CDS_INIT_LIST_HEAD(&vm.comps);
+    CDS_INIT_LIST_HEAD(&vm.srqs);
+    CDS_INIT_LIST_HEAD(&vm.qps);
+    CDS_INIT_LIST_HEAD(&vm.chans);
+    CDS_INIT_LIST_HEAD(&vm.ids);
     for (unsigned h = 0; h < NHOSTS; h++) {
         struct mhost *host = &vm.hosts[h];
 
         *host = (struct mhost){0};
+        CDS_INIT_LIST_HEAD(&host->async_events);
         snprintf(host->device.name, sizeof(host->device.name), "model%u", h);
         host->device.transport_type = vm.prof->transport;
         host->device.node_type =
@@ -798,25 +815,24 @@ model_start(enum model_profile profile, uint64_t seed, const struct model_plan *
     return 0;
 }
 
-unsigned
-model_findings(void)
+static unsigned
+list_len(const struct cds_list_head *head)
 {
-    unsigned n;
+    const struct cds_list_head *pos;
+    unsigned n = 0;
 
-    pthread_mutex_lock(&vm.lock);
-    n = vm.nfindings;
-    pthread_mutex_unlock(&vm.lock);
+    cds_list_for_each(pos, head)
+        n++;
     return n;
 }
 
 unsigned
 model_live_qps(void)
 {
-    unsigned n = 0;
+    unsigned n;
 
     pthread_mutex_lock(&vm.lock);
-    for (struct mqp *qp = vm.qps; qp; qp = qp->next)
-        n++;
+    n = list_len(&vm.qps);
     pthread_mutex_unlock(&vm.lock);
     return n;
 }
@@ -835,7 +851,7 @@ model_faults_injected(void)
 unsigned
 model_stop(char *report, size_t len)
 {
-    unsigned n, nqp = 0, ncq = 0, nsrq = 0, npd = 0, nid = 0, nch = 0, ncomp = 0, nmr = 0;
+    unsigned n, nqp, ncq, nsrq, npd, nid, nch, ncomp, nmr = 0;
     size_t off = 0;
 
     pthread_mutex_lock(&vm.lock);
@@ -845,20 +861,13 @@ model_stop(char *report, size_t len)
     pthread_join(vm.thread, NULL);
 
     pthread_mutex_lock(&vm.lock);
-    for (struct mqp *q = vm.qps; q; q = q->next)
-        nqp++;
-    for (struct mcq *c = vm.cqs; c; c = c->next)
-        ncq++;
-    for (struct msrq *s = vm.srqs; s; s = s->next)
-        nsrq++;
-    for (struct mpd *p = vm.pds; p; p = p->next)
-        npd++;
-    for (struct mid *i = vm.ids; i; i = i->next)
-        nid++;
-    for (struct mchan *c = vm.chans; c; c = c->next)
-        nch++;
-    for (struct mcomp *c = vm.comps; c; c = c->next)
-        ncomp++;
+    nqp = list_len(&vm.qps);
+    ncq = list_len(&vm.cqs);
+    nsrq = list_len(&vm.srqs);
+    npd = list_len(&vm.pds);
+    nid = list_len(&vm.ids);
+    nch = list_len(&vm.chans);
+    ncomp = list_len(&vm.comps);
     for (uint32_t k = 0; k < vm.nkeys; k++)
         nmr += vm.keys[k].live;
     if (nqp || ncq || nsrq || npd || nid || nch || ncomp || nmr)
@@ -870,12 +879,10 @@ model_stop(char *report, size_t len)
     for (unsigned i = 0; i < n && i < MAX_FINDINGS && off < len; i++)
         off += (size_t)snprintf(report + off, len - off, "%s\n", vm.findings[i]);
     for (unsigned h = 0; h < NHOSTS; h++) {
-        while (vm.hosts[h].async_head) {
-            struct masync *a = vm.hosts[h].async_head;
+        struct masync *a, *tmp;
 
-            vm.hosts[h].async_head = a->next;
+        cds_list_for_each_entry_safe(a, tmp, &vm.hosts[h].async_events, link)
             free(a);
-        }
         close(vm.hosts[h].async.fd);
     }
     free(vm.keys);

@@ -67,9 +67,6 @@ int model_start(enum model_profile profile, uint64_t seed, const struct model_pl
  * report and returns how many there were. */
 unsigned model_stop(char *report, size_t len);
 
-/* Findings so far (while running: for a test that waits on them). */
-unsigned model_findings(void);
-
 /* QPs not yet destroyed. */
 unsigned model_live_qps(void);
 
