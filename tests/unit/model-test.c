@@ -73,6 +73,8 @@ struct request {
     size_t offer_len;
     struct iovec iov[3];
     int submitted;
+    int submitting; /* inside gfr_rdma_submit, which fails if the end is
+                     * reported meanwhile (request_done checks the rest) */
     int done;
     int status;
     int replies;
@@ -88,7 +90,6 @@ struct side {
     int connected;
     int disconnected;
     int reason;
-    int open_at_end; /* requests not done when it reported its end */
 };
 
 struct run {
@@ -310,9 +311,14 @@ on_disconnected(struct gfr_rdma_conn *conn, int reason, void *cb_arg)
     if (!side->is_server) {
         unsigned c = (unsigned)(side - run->clients);
 
-        for (unsigned k = 0; k < run->nreqs; k++)
-            if (run->reqs[c][k].submitted && !run->reqs[c][k].done)
-                side->open_at_end++;
+        for (unsigned k = 0; k < run->nreqs; k++) {
+            const struct request *req = &run->reqs[c][k];
+
+            if (req->submitted && !req->submitting && !req->done)
+                problem(run, "client %u: request %u (body %zu, reply buffers %zu, %d "
+                        "replies) still open when its connection reported its end", c,
+                        req->head.xid, req->body_len, req->offer_len, req->replies);
+        }
     }
     pthread_cond_broadcast(&run->cond);
     pthread_mutex_unlock(&run->lock);
@@ -475,17 +481,19 @@ submit_request(struct run *run, unsigned c, unsigned k)
     }
     pthread_mutex_lock(&run->lock);
     req->submitted = 1;
+    req->submitting = 1;
     pthread_mutex_unlock(&run->lock);
     err = gfr_rdma_submit(run->clients[c].conn, &msg);
+    pthread_mutex_lock(&run->lock);
+    req->submitting = 0;
     if (err) {
-        pthread_mutex_lock(&run->lock);
         req->submitted = 0;
         /* A failed device refuses registrations before its connections
          * have ended. */
         if (err != -ENOTCONN && !(err == -EIO && model_faults_injected()))
             problem(run, "client: submitting request %u failed: %s", msg.xid, strerror(-err));
-        pthread_mutex_unlock(&run->lock);
     }
+    pthread_mutex_unlock(&run->lock);
     return 0;
 }
 
@@ -496,9 +504,6 @@ check_outcome(struct run *run, int faulted)
     for (unsigned c = 0; c < run->nclients; c++) {
         struct side *side = &run->clients[c];
 
-        if (side->open_at_end)
-            problem(run, "client %u: %d request(s) still open when it reported its end", c,
-                    side->open_at_end);
         if (!faulted && side->reason)
             problem(run, "client %u: ended with %s without a fault", c, strerror(-side->reason));
         for (unsigned k = 0; k < run->nreqs; k++) {
