@@ -119,6 +119,16 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
     return -err;
 }
 
+/* Moves the QP to the error state, which flushes every work request
+ * posted to it.  Caller holds conn->lock. */
+static void
+qp_to_error(struct gfr_rdma_conn *conn)
+{
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+
+    ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+}
+
 /*
  * Moves the QP to error so every posted work request flushes.  An
  * unsignaled SEND that completed before gives no completion: the
@@ -132,14 +142,13 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
 static void
 flush_qp(struct gfr_rdma_conn *conn)
 {
-    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->drain_wr,
                              .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
     int err;
 
     if (!conn->qp)
         return;
-    ibv_modify_qp(conn->qp, &attr, IBV_QP_STATE);
+    qp_to_error(conn);
     if (!conn->sq_count ||
         (conn->sq_state[(conn->sq_head + conn->sq_count - 1) % conn->sq_size] &
          (GFR_SQ_SIGNALED | GFR_SQ_DONE)))
@@ -219,6 +228,15 @@ gfr_rdma_conn_state(const struct gfr_rdma_conn *conn)
  * the disconnected callback comes from the CM thread once everything has
  * flushed.  Caller holds conn->lock (finalize clears id and qp under it).
  *
+ * On iWARP, rdma_disconnect is a graceful close (the QP to SQD, siw's
+ * CLOSING), which flushes nothing while the transmitter is idle: siw then
+ * never completes a READ whose response has not come, and the connection
+ * would never end.  So with work requests outstanding the QP goes to
+ * error first, which flushes them all (an abortive close on iWARP
+ * hardware, for a connection that is losing work anyway); with none the
+ * close stays graceful.  InfiniBand's rdma_disconnect moves the QP to
+ * error itself.
+ *
  * The deadline bounds the CM's part whatever stage the connection was in:
  * an unanswered DREQ, or a handshake the peer never finishes after a
  * failure that came before ESTABLISHED (on_established sends the DREQ if
@@ -232,6 +250,8 @@ gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
         conn->reason = reason ? reason : uatomic_read(&conn->fault);
         uatomic_set(&conn->disconnect_deadline_ns,
                     gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));
+        if (conn->qp && conn->dev && conn->dev->iwarp && conn->sq_count)
+            qp_to_error(conn);
         if (conn->id && conn->was_connected)
             rdma_disconnect(conn->id);
         flush_qp(conn);
@@ -347,6 +367,26 @@ gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n)
 {
     while (n--)
         gfr_rdma_conn_put(conn);
+}
+
+/*
+ * The reason to end the connection with after a post to its QP failed: 0
+ * (an orderly end, or the fault the async handler recorded) when the QP
+ * was in the error state already, which it reaches without an error of
+ * ours when its peer closes (on iWARP at TCP's FIN, after which cxgb4
+ * refuses posts with EINVAL); -EIO when it was not, or cannot be asked.
+ * Caller holds conn->lock.
+ */
+int
+gfr_rdma_post_failure_reason(struct gfr_rdma_conn *conn)
+{
+    struct ibv_qp_attr attr;
+    struct ibv_qp_init_attr init;
+
+    if (conn->qp && ibv_query_qp(conn->qp, &attr, IBV_QP_STATE, &init) == 0 &&
+        attr.qp_state == IBV_QPS_ERR)
+        return 0;
+    return -EIO;
 }
 
 /*

@@ -81,9 +81,12 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         wr.wr.rdma.rkey = op.rkey;
         err = gfr_rdma_qp_post_locked(conn, &x->ctx, &wr);
         if (err) {
-            gfr_rdma_conn_log(conn, "posting an RDMA %s of %u bytes failed: %s",
-                              x->is_pull ? "READ" : "WRITE", op.length, strerror(err));
-            gfr_rdma_conn_fail_locked(conn, -EIO);
+            int reason = gfr_rdma_post_failure_reason(conn);
+
+            gfr_rdma_conn_log(conn, "posting an RDMA %s of %u bytes failed: %s%s",
+                              x->is_pull ? "READ" : "WRITE", op.length, strerror(err),
+                              reason ? "" : " (the QP was in the error state already)");
+            gfr_rdma_conn_fail_locked(conn, reason);
             return;
         }
         x->inflight++;

@@ -100,6 +100,15 @@ rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, siz
 }
 
 int
+rdma_disconnect(struct rdma_cm_id *id)
+{
+    (void)id;
+    fake_verbs.disconnects++;
+    fake_verbs.qp_in_error_at_disconnect = fake_verbs.qp_in_error;
+    return 0;
+}
+
+int
 ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
     (void)qp;
@@ -108,6 +117,18 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
         fake_verbs.qp_errors++;
         fake_verbs.qp_in_error = 1;
     }
+    return 0;
+}
+
+int
+ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+             struct ibv_qp_init_attr *init_attr)
+{
+    (void)qp;
+    (void)attr_mask;
+    (void)init_attr;
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state = fake_verbs.qp_in_error ? IBV_QPS_ERR : IBV_QPS_RTS;
     return 0;
 }
 

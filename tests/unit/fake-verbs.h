@@ -22,7 +22,7 @@ struct fake_verbs {
     struct ibv_send_wr sent[FAKE_MAX_SENT];
     struct ibv_sge sent_sge[FAKE_MAX_SENT];
     unsigned qp_errors;    /* ibv_modify_qp to IBV_QPS_ERR */
-    int qp_in_error;       /* fake_qp was moved to IBV_QPS_ERR */
+    int qp_in_error;       /* fake_qp was moved to IBV_QPS_ERR (ibv_query_qp says so) */
     /* cxgb4's rule: a post on a QP in the error state fails with EINVAL. */
     int posts_fail_in_error;
     unsigned registered;   /* ibv_reg_mr */
@@ -50,6 +50,8 @@ struct fake_verbs {
     unsigned create_qp_calls;
     uint32_t create_qp_inline[32]; /* max_inline_data of the first 32 calls */
     unsigned ack_timeouts_set;     /* rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) */
+    unsigned disconnects;          /* rdma_disconnect */
+    int qp_in_error_at_disconnect; /* qp_in_error when rdma_disconnect was last called */
 };
 
 extern struct fake_verbs fake_verbs;

@@ -286,6 +286,73 @@ test_on_iwarp_no_drain_follows_an_error(void **state)
     free_conn(conn);
 }
 
+/* iWARP: rdma_disconnect is a graceful close, which on siw flushes
+ * nothing while its transmitter is idle, so a READ still waiting for its
+ * response would never complete.  With work requests outstanding the QP
+ * goes to error first; with none the close stays graceful. */
+static void
+test_on_iwarp_outstanding_work_flushes_before_the_close(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+    struct rdma_cm_id id = {.qp = &fake_qp};
+
+    (void)state;
+    test_dev.iwarp = 1;
+    conn->id = &id;
+    conn->was_connected = 1;
+    send_some(conn, 2);
+    gfr_rdma_conn_fail(conn, 0);
+    assert_int_equal(fake_verbs.disconnects, 1);
+    assert_true(fake_verbs.qp_in_error_at_disconnect);
+    complete_what_signals(conn, 0);
+    assert_int_equal(conn->sq_count, 0);
+    conn->id = NULL;
+    free_conn(conn);
+
+    conn = make_conn(GFR_CONN_ESTABLISHED);
+    test_dev.iwarp = 1;
+    conn->id = &id;
+    conn->was_connected = 1;
+    send_some(conn, 2);
+    assert_int_equal(complete_what_signals(conn, 0), 2);
+    gfr_rdma_conn_fail(conn, 0);
+    assert_int_equal(fake_verbs.disconnects, 1);
+    assert_false(fake_verbs.qp_in_error_at_disconnect);
+    assert_true(fake_verbs.qp_in_error);
+    conn->id = NULL;
+    free_conn(conn);
+}
+
+/* A post refused because the QP was in error already (its peer closed:
+ * cxgb4 says EINVAL) ends the connection in order, not as a fault; one
+ * refused on a QP that was not ends it with -EIO. */
+static void
+test_a_post_refused_after_the_peer_closed_is_no_fault(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 1, .inline_len = 2};
+    struct iovec iov = {"hi", 2};
+
+    (void)state;
+    test_dev.iwarp = 1;
+    fake_verbs.posts_fail_in_error = 1;
+    fake_verbs.qp_in_error = 1;
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), -ENOTCONN);
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(conn->state, GFR_CONN_DISCONNECTING);
+    assert_int_equal(conn->reason, 0);
+    free_conn(conn);
+
+    conn = make_conn(GFR_CONN_ESTABLISHED);
+    fake_verbs.post_send_result = ENOMEM;
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL), -ENOTCONN);
+    pthread_mutex_unlock(&conn->lock);
+    assert_int_equal(conn->reason, -EIO);
+    free_conn(conn);
+}
+
 /* InfiniBand and RoCE: unsignaled SENDs at the tail of the send queue are
  * retired by a drain posted after the error; with a signaled one last,
  * its own (flushed) completion does it, and no drain is needed. */
@@ -328,6 +395,8 @@ main(void)
         cmocka_unit_test(test_a_post_holds_a_reference_until_it_fails),
         cmocka_unit_test(test_on_iwarp_no_drain_follows_an_error),
         cmocka_unit_test(test_a_drain_follows_only_an_unsignaled_tail),
+        cmocka_unit_test(test_on_iwarp_outstanding_work_flushes_before_the_close),
+        cmocka_unit_test(test_a_post_refused_after_the_peer_closed_is_no_fault),
     };
 
     gfr_rdma_set_log(NULL, NULL);

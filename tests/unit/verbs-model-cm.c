@@ -421,8 +421,16 @@ rdma_disconnect(struct rdma_cm_id *cmid)
         errno = EINVAL;
         return -1;
     }
-    if (id->id.qp)
-        vm_qp_error((struct mqp *)id->id.qp);
+    if (id->id.qp) {
+        struct mqp *qp = (struct mqp *)id->id.qp;
+
+        if (vm.prof->close_strands_reads && qp->qp.state == IBV_QPS_RTS && !qp->sends)
+            vm_qp_close(qp);
+        else
+            vm_qp_error(qp);
+        if (vm.prof->close_strands_reads && qp->peer)
+            vm_qp_error(qp->peer);
+    }
     if (!id->disconnected) {
         id->disconnected = 1;
         vm_cm_event(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0, NULL);

@@ -44,6 +44,11 @@ struct profile {
     int read_sink_remote_write;
     int rnr_terminates;       /* a SEND without a receive ends the connection */
     int reads_complete_late;  /* siw: a READ completes after later SENDs */
+    /* siw: rdma_disconnect moves the QP to CLOSING, which flushes nothing
+     * while its transmitter is idle (a READ awaiting its response never
+     * completes), and reaches the peer as TCP's FIN, on which the peer's
+     * QP flushes everything (siw_qp_llp_close). */
+    int close_strands_reads;
     int zero_len_checks_rkey;
 };
 
@@ -212,6 +217,7 @@ struct vm_state {
     unsigned injected;
     unsigned disconnects_due;
     uint64_t disconnect_pick;
+    unsigned disconnect_waited; /* steps a due disconnect waited for a READ */
     model_disconnect_fn disconnect;
     void *cb_arg;
     struct mhost hosts[NHOSTS];
@@ -256,6 +262,7 @@ struct mcqe *vm_new_cqe(struct mqp *qp, uint64_t wr_id, enum ibv_wc_status statu
                         enum ibv_wc_opcode opcode, uint32_t len, int send_queue);
 void vm_send_cqe(struct mqp *qp, struct mwr *w, enum ibv_wc_status status);
 void vm_qp_error(struct mqp *qp);
+void vm_qp_close(struct mqp *qp);
 const char *vm_qp_name(const struct mqp *qp);
 void vm_cq_deliver(struct mcq *cq, struct mcqe *e);
 void vm_maybe_inject(struct mqp *qp, struct mwr *w);

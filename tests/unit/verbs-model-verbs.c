@@ -21,7 +21,8 @@ model_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr 
     for (; wr; wr = wr->next) {
         struct mwr *w;
 
-        if (qp->qp.state == IBV_QPS_ERR && vm.prof->post_in_error_fails) {
+        if ((qp->qp.state == IBV_QPS_ERR || qp->qp.state == IBV_QPS_SQD) &&
+            vm.prof->post_in_error_fails) {
             err = EINVAL;
             break;
         }
@@ -138,7 +139,8 @@ model_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
             err = EINVAL;
             break;
         }
-        if (qp->qp.state == IBV_QPS_ERR && vm.prof->post_in_error_fails) {
+        if ((qp->qp.state == IBV_QPS_ERR || qp->qp.state == IBV_QPS_SQD) &&
+            vm.prof->post_in_error_fails) {
             err = EINVAL;
             break;
         }

@@ -28,7 +28,7 @@ static const struct profile profiles[MODEL_NPROFILES] = {
                      .max_qp_rd_atom = 8, .drop_cqes_on_destroy = 1, .last_wqe_event = 1,
                      .post_in_error_fails = 1, .read_sink_remote_write = 1,
                      .rnr_terminates = 1, .reads_complete_late = 1,
-                     .zero_len_checks_rkey = 1},
+                     .zero_len_checks_rkey = 1, .close_strands_reads = 1},
 };
 
 struct vm_state vm = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -334,6 +334,20 @@ vm_qp_error(struct mqp *qp)
         qp->last_wqe_due = 1;
 }
 
+/* A graceful close of an RTS QP with nothing left to transmit (the
+ * close_strands_reads profile): the READs whose completions are still on
+ * their way, their responses not yet in, never complete; a later move to
+ * the error state flushes the receive queue only. */
+void
+vm_qp_close(struct mqp *qp)
+{
+    struct mcqe *e;
+
+    while ((e = vm_fifo_pop(&qp->rd_cqes)) != NULL)
+        free(e);
+    qp->qp.state = IBV_QPS_SQD;
+}
+
 static int
 qp_dead_end(const struct mqp *qp)
 {
@@ -635,6 +649,25 @@ fabric_step(void)
     return 1;
 }
 
+/* Under close_strands_reads a due disconnect waits (at most
+ * DISCONNECT_WAIT_STEPS steps) for a moment when some QP has a READ whose
+ * response is not in and nothing else to transmit: the moment a graceful
+ * close strands it. */
+#define DISCONNECT_WAIT_STEPS 256
+
+static int
+disconnect_now(void)
+{
+    struct mqp *qp;
+
+    if (!vm.prof->close_strands_reads || ++vm.disconnect_waited > DISCONNECT_WAIT_STEPS)
+        return 1;
+    cds_list_for_each_entry(qp, &vm.qps, link)
+        if (qp->qp.state == IBV_QPS_RTS && qp->rd_cqes.head && !qp->sends)
+            return 1;
+    return 0;
+}
+
 static void *
 fabric_main(void *arg)
 {
@@ -645,7 +678,7 @@ fabric_main(void *arg)
     while (vm.running) {
         int did = fabric_step();
 
-        if (vm.disconnects_due && vm.disconnect) {
+        if (vm.disconnects_due && vm.disconnect && disconnect_now()) {
             uint64_t pick = vm.disconnect_pick;
 
             vm.disconnects_due--;
@@ -766,7 +799,7 @@ model_start(enum model_profile profile, uint64_t seed, const struct model_plan *
     vm.prof = &profiles[profile];
     vm.rng = seed;
     vm.plan = plan ? *plan : (struct model_plan){0};
-    vm.posts = vm.injected = vm.disconnects_due = 0;
+    vm.posts = vm.injected = vm.disconnects_due = vm.disconnect_waited = 0;
     vm.disconnect = disconnect;
     vm.cb_arg = cb_arg;
     vm.nfindings = 0;
