@@ -434,11 +434,7 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     if (conn->state == GFR_CONN_ESTABLISHED && conn->qp && !conn->keepalive_posted) {
         err = gfr_rdma_qp_post_locked(conn, &conn->keepalive_wr, &wr);
         if (err) {
-            int reason = gfr_rdma_post_failure_reason(conn);
-
-            gfr_rdma_conn_log(conn, "posting a keepalive: %s%s; disconnecting", strerror(err),
-                              reason ? "" : " (the QP was in the error state already)");
-            gfr_rdma_conn_fail_locked(conn, reason);
+            gfr_rdma_post_failed_locked(conn, "posting a keepalive", err);
         } else {
             conn->keepalive_posted = 1;
             conn->keepalive_posted_ns = now;

@@ -771,7 +771,7 @@ unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_w
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 int gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
                             struct ibv_send_wr *wr);
-int gfr_rdma_post_failure_reason(struct gfr_rdma_conn *conn);
+void gfr_rdma_post_failed_locked(struct gfr_rdma_conn *conn, const char *what, int err);
 
 /* rdma-offer.c: our offers and the peer's write lists */
 struct gfr_rdma_offer *gfr_rdma_offer_new(void);

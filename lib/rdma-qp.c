@@ -370,23 +370,24 @@ gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n)
 }
 
 /*
- * The reason to end the connection with after a post to its QP failed: 0
- * (an orderly end, or the fault the async handler recorded) when the QP
- * was in the error state already, which it reaches without an error of
- * ours when its peer closes (on iWARP at TCP's FIN, after which cxgb4
- * refuses posts with EINVAL); -EIO when it was not, or cannot be asked.
- * Caller holds conn->lock.
+ * A post to the connection's QP failed with err (positive): logs what
+ * failed and ends the connection.  The reason is 0 (an orderly end, or the
+ * fault the async handler recorded) when the QP was in the error state
+ * already, which it reaches without an error of ours when its peer closes
+ * (on iWARP at TCP's FIN, after which cxgb4 refuses posts with EINVAL);
+ * -EIO when it was not, or cannot be asked.  Caller holds conn->lock.
  */
-int
-gfr_rdma_post_failure_reason(struct gfr_rdma_conn *conn)
+void
+gfr_rdma_post_failed_locked(struct gfr_rdma_conn *conn, const char *what, int err)
 {
     struct ibv_qp_attr attr;
     struct ibv_qp_init_attr init;
+    int in_error = conn->qp && ibv_query_qp(conn->qp, &attr, IBV_QP_STATE, &init) == 0 &&
+                   attr.qp_state == IBV_QPS_ERR;
 
-    if (conn->qp && ibv_query_qp(conn->qp, &attr, IBV_QP_STATE, &init) == 0 &&
-        attr.qp_state == IBV_QPS_ERR)
-        return 0;
-    return -EIO;
+    gfr_rdma_conn_log(conn, "%s failed: %s%s; disconnecting", what, strerror(err),
+                      in_error ? " (the QP was in the error state already)" : "");
+    gfr_rdma_conn_fail_locked(conn, in_error ? 0 : -EIO);
 }
 
 /*

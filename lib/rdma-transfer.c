@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,12 +82,11 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         wr.wr.rdma.rkey = op.rkey;
         err = gfr_rdma_qp_post_locked(conn, &x->ctx, &wr);
         if (err) {
-            int reason = gfr_rdma_post_failure_reason(conn);
+            char what[48];
 
-            gfr_rdma_conn_log(conn, "posting an RDMA %s of %u bytes failed: %s%s",
-                              x->is_pull ? "READ" : "WRITE", op.length, strerror(err),
-                              reason ? "" : " (the QP was in the error state already)");
-            gfr_rdma_conn_fail_locked(conn, reason);
+            snprintf(what, sizeof(what), "posting an RDMA %s of %u bytes",
+                     x->is_pull ? "READ" : "WRITE", op.length);
+            gfr_rdma_post_failed_locked(conn, what, err);
             return;
         }
         x->inflight++;

@@ -109,7 +109,7 @@ gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
  * the slot, the credit and the grant are given back (so the accounting
  * stays exact for whatever still looks at it) and the connection ends,
  * since a QP that refuses a post takes no further one (in order when the
- * QP was in error already: gfr_rdma_post_failure_reason).  Not the provider's
+ * QP was in error already: gfr_rdma_post_failed_locked).  Not the provider's
  * errno: cxgb4 refuses a post on a QP in error with EINVAL, which a caller
  * would read as a fault of its message.
  */
@@ -122,7 +122,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = (uint32_t)len,
                           .lkey = conn->send_mr->lkey};
     struct ibv_send_wr wr;
-    int err, reason;
+    int err;
 
     gfr_put_be16(buf + 4, grant);
     memset(&wr, 0, sizeof(wr));
@@ -144,10 +144,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
         ctx->offer = NULL;
         conn->free_slots[conn->nfree++] = slot;
         gfr_credits_untake(&conn->credits, grant);
-        reason = gfr_rdma_post_failure_reason(conn);
-        gfr_rdma_conn_log(conn, "ibv_post_send failed: %s%s; disconnecting", strerror(err),
-                          reason ? "" : " (the QP was in the error state already)");
-        gfr_rdma_conn_fail_locked(conn, reason);
+        gfr_rdma_post_failed_locked(conn, "ibv_post_send", err);
         return -ENOTCONN;
     }
     gfr_rdma_trace_posted_locked(conn, ctx, buf);
