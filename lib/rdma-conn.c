@@ -275,6 +275,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
         err = gfr_rdma_conn_create_qp(conn);
     if (err)
         return err;
+    gfr_rdma_conn_table_add(conn->dev, conn);
 
     /* Local values until the peer's are known (gfr_rdma_conn_negotiate):
      * receives are accepted from now on, sends wait for ESTABLISHED. */
@@ -282,10 +283,8 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     conn->limits.max_segs = GFR_WIRE_MAX_SEGS;
     gfr_credits_init(&conn->credits, conn->nrecv);
     conn->credits.send_avail = 0;
-    if (conn->dev->srq) {
-        gfr_rdma_srq_add(conn->dev, conn);
+    if (conn->dev->srq)
         return 0;
-    }
     for (uint32_t i = 0; i < conn->nrecv; i++) {
         err = gfr_rdma_post_recv(conn, i);
         if (err) {
@@ -557,8 +556,8 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     cds_list_del(&conn->link);
     pthread_mutex_unlock(&engine->lock);
 
-    if (conn->dev && conn->dev->srq)
-        gfr_rdma_srq_remove(conn->dev, conn);
+    if (conn->dev)
+        gfr_rdma_conn_table_remove(conn->dev, conn);
     pthread_mutex_lock(&conn->lock);
     if (conn->qp)
         rdma_destroy_qp(conn->id);

@@ -77,15 +77,23 @@ received_a_send(struct gfr_rdma_conn *conn, const struct ibv_wc *wc)
 }
 
 /* A completion of a buffer of the device's SRQ: find the connection by QP
- * number; a connection that is gone only gets the buffer back. */
+ * number; a connection that is gone only gets the buffer back.  A buffer
+ * completed again without a repost in between is a provider's duplicate:
+ * said, and nothing else done. */
 static void
-srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *wc)
+srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb, struct ibv_wc *wc)
 {
-    struct gfr_rdma_rbuf *rb = caa_container_of(ctx, struct gfr_rdma_rbuf, wr);
     struct gfr_rdma_conn *conn;
 
+    if (!uatomic_read(&rb->wr.posted)) {
+        gfr_rdma_log("%s: QP %u completed a shared receive buffer that was not posted (%s): "
+                     "a duplicate completion; ignored", ibv_get_device_name(dev->verbs->device),
+                     wc->qp_num, ibv_wc_status_str(wc->status));
+        return;
+    }
+    uatomic_set(&rb->wr.posted, 0);
     gfr_rdma_srq_taken(dev);
-    conn = gfr_rdma_srq_lookup_get(dev, wc->qp_num);
+    conn = gfr_rdma_conn_table_get(dev, wc->qp_num);
     if (!conn) {
         gfr_rdma_srq_post(dev, rb);
         return;
@@ -97,26 +105,76 @@ srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_wr *ctx, struct ibv_wc *w
     } else {
         if (wc->status == IBV_WC_WR_FLUSH_ERR)
             log_unexpected_flush(conn);
-        log_failed_wr(conn, ctx, wc);
+        log_failed_wr(conn, &rb->wr, wc);
         gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
         gfr_rdma_srq_post(dev, rb);
     }
     gfr_rdma_conn_put(conn);
 }
 
-/* One work completion, from a poller (the engine's on_wc): handed on by
- * the kind of work request.  The work request's reference (or, for an SRQ
- * buffer, the one the lookup takes) keeps the connection alive until the
- * end. */
+/*
+ * Is ctx a work request conn has posted and not yet seen complete?  Its
+ * own receives are told by address and their posted flag, send-queue work
+ * requests by their entry in the ring.  Nothing is read through ctx until
+ * it is known to be one of them.  The poller that owns conn's CQ (or the
+ * CM thread holding its poll_lock); takes conn->lock.
+ */
+static int
+posted_on(struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx)
+{
+    uintptr_t at = (uintptr_t)ctx;
+    uintptr_t first = (uintptr_t)conn->recv_wr;
+    int held;
+
+    if (conn->recv_wr && at >= first && at < first + conn->nrecv * sizeof(*conn->recv_wr))
+        return (at - first) % sizeof(*conn->recv_wr) == 0 && ctx->posted;
+    pthread_mutex_lock(&conn->lock);
+    held = gfr_rdma_sq_holds_locked(conn, ctx);
+    pthread_mutex_unlock(&conn->lock);
+    return held;
+}
+
+/*
+ * A completion whose work request is not posted on any live connection of
+ * the device: a provider completed it twice, or after its connection
+ * ended.  Said, and ignored: its wr_id may point at freed memory, and the
+ * work request's reference was dropped by its first completion.
+ */
+static void
+ignore_stray(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn, const struct ibv_wc *wc)
+{
+    if (conn)
+        gfr_rdma_conn_log(conn, "QP %u completed a work request that is not posted (%s): "
+                          "a duplicate completion; ignored", wc->qp_num,
+                          ibv_wc_status_str(wc->status));
+    else
+        gfr_rdma_log("%s: a completion of QP %u (%s) arrived after its connection ended; "
+                     "ignored", ibv_get_device_name(dev->verbs->device), wc->qp_num,
+                     ibv_wc_status_str(wc->status));
+}
+
+/* One work completion, from a poller (the engine's on_wc): its connection
+ * found by QP number (rdma-conn-table.c) and its work request checked
+ * against what that connection posted, then handed on by the kind of work
+ * request.  The lookup's reference keeps the connection alive until the
+ * end; the work request's own is dropped with it. */
 void
 gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
 {
     struct gfr_rdma_wr *ctx = (struct gfr_rdma_wr *)(uintptr_t)wc->wr_id;
-    struct gfr_rdma_conn *conn = ctx->conn;
+    struct gfr_rdma_conn *conn;
     int ok = wc->status == IBV_WC_SUCCESS;
 
-    if (!conn) {
-        srq_complete(poller->dev, ctx, wc);
+    if (wc->wr_id & GFR_WR_ID_SRQ) {
+        srq_complete(poller->dev, (struct gfr_rdma_rbuf *)(uintptr_t)(wc->wr_id ^ GFR_WR_ID_SRQ),
+                     wc);
+        return;
+    }
+    conn = gfr_rdma_conn_table_get(poller->dev, wc->qp_num);
+    if (!conn || !posted_on(conn, ctx)) {
+        ignore_stray(poller->dev, conn, wc);
+        if (conn)
+            gfr_rdma_conn_put(conn);
         return;
     }
     if (!ok) {
@@ -142,7 +200,8 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         gfr_rdma_xfer_complete(ctx, ok);
         break;
     }
-    gfr_rdma_conn_put(conn);
+    gfr_rdma_conn_put(conn); /* the work request's */
+    gfr_rdma_conn_put(conn); /* the lookup's */
 }
 
 /*
@@ -176,7 +235,8 @@ complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
     if (!ctx)
         return -ENOMEM;
     for (unsigned i = 0; i < n; i++) {
-        struct ibv_wc wc = {.wr_id = (uintptr_t)ctx[i], .status = IBV_WC_WR_FLUSH_ERR};
+        struct ibv_wc wc = {.wr_id = (uintptr_t)ctx[i], .status = IBV_WC_WR_FLUSH_ERR,
+                            .qp_num = conn->qp_num};
 
         gfr_rdma_cq_complete(p, &wc);
     }

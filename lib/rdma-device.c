@@ -34,6 +34,7 @@ dev_free(struct gfr_rdma_dev *dev)
         gfr_rdma_poller_stop(&dev->pollers[i]);
     free(dev->pollers);
     gfr_rdma_srq_destroy(dev);
+    gfr_rdma_conn_table_destroy(dev);
     if (dev->pd)
         ibv_dealloc_pd(dev->pd);
     pthread_mutex_destroy(&dev->post_lock);
@@ -202,6 +203,9 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         gfr_rdma_log("%s: cannot allocate a protection domain: %s", name, strerror(-err));
         goto fail;
     }
+    err = gfr_rdma_conn_table_create(dev);
+    if (err)
+        goto fail;
     if (engine->opts.receive_queue == GFR_RQ_SRQ) {
         err = gfr_rdma_srq_create(dev, &attr);
         if (err)

@@ -622,7 +622,7 @@ cm_main(void *arg)
     struct pollfd pfds[2 + WATCHED_DEVICES];
     struct gfr_rdma_dev *devs[WATCHED_DEVICES];
 
-    urcu_memb_register_thread(); /* adds and removes SRQ table entries */
+    urcu_memb_register_thread(); /* adds, removes and finds connections by QP number */
     pfds[0] = (struct pollfd){.fd = engine->channel->fd, .events = POLLIN};
     pfds[1] = (struct pollfd){.fd = engine->wake_fd, .events = POLLIN};
     while (!uatomic_read(&engine->stopping)) {

@@ -186,12 +186,18 @@ struct gfr_rdma_poller {
 };
 
 /* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's
- * QP number names the connection). */
+ * QP number names the connection), wr.posted says it is posted (written by
+ * the thread that posts it, read by the poller that completes it: one at a
+ * time).  Its wr_id is &wr | GFR_WR_ID_SRQ. */
 struct gfr_rdma_rbuf {
     struct gfr_rdma_wr wr;
     uint8_t *addr;
     uint32_t lkey;
 };
+
+/* Set in the wr_id of an SRQ buffer (struct gfr_rdma_wr is aligned to 8):
+ * its completion is known for one before any memory is read through it. */
+#define GFR_WR_ID_SRQ 1u
 
 struct gfr_rdma_rchunk;
 
@@ -206,7 +212,6 @@ struct gfr_rdma_srq {
     int low_reported;     /* uatomic */
     int full_reported;
     struct gfr_rdma_rchunk *chunks;
-    struct cds_lfht *conns; /* QP number -> connection */
 };
 
 struct gfr_rdma_dev {
@@ -224,6 +229,7 @@ struct gfr_rdma_dev {
     unsigned npollers;
     struct gfr_rdma_poller *pollers;
     struct gfr_rdma_srq *srq; /* NULL with receive-queue=per-connection */
+    struct cds_lfht *conns; /* QP number -> connection (rdma-conn-table.c) */
     /* Provider quirk (rdma-device.c): how long a revoked MR stays
      * registered, 0 = deregistered at once. */
     uint64_t revoke_grace_ns;
@@ -422,9 +428,9 @@ struct gfr_rdma_conn {
     struct cds_list_head pending;
     struct gfr_rdma_conn_stats stats;
     uint32_t xid;
-    struct cds_lfht_node srq_node; /* dev->srq->conns, by qp_num */
+    struct cds_lfht_node table_node; /* dev->conns, by qp_num */
     uint32_t qp_num;
-    int in_srq_table;
+    int in_table;
     int srq_reserved; /* promised receives to give back */
     struct cds_list_head offers[GFR_RDMA_XID_BUCKETS];
     struct cds_list_head peer_wl[GFR_RDMA_XID_BUCKETS];
@@ -722,10 +728,14 @@ int gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n);
 void gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n);
 void gfr_rdma_srq_post(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb);
 void gfr_rdma_srq_taken(struct gfr_rdma_dev *dev);
-void gfr_rdma_srq_add(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
-void gfr_rdma_srq_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
-struct gfr_rdma_conn *gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t qp_num);
 void gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev);
+
+/* rdma-conn-table.c: a device's connections by QP number */
+int gfr_rdma_conn_table_create(struct gfr_rdma_dev *dev);
+void gfr_rdma_conn_table_destroy(struct gfr_rdma_dev *dev);
+void gfr_rdma_conn_table_add(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
+void gfr_rdma_conn_table_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
+struct gfr_rdma_conn *gfr_rdma_conn_table_get(struct gfr_rdma_dev *dev, uint32_t qp_num);
 
 /* rdma-device.c: devices, their pollers, and posting to their QPs */
 int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
@@ -767,6 +777,7 @@ void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
                              int signaled);
+int gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx);
 unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
 int gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,

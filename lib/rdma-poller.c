@@ -277,7 +277,7 @@ relay_run(struct gfr_pool_job *job, void *cb_arg, int status)
     (void)cb_arg;
     if (status == 0 && uatomic_read(&p->handling) &&
         pthread_mutex_trylock(&p->poll_lock) == 0) {
-        urcu_memb_register_thread(); /* finds connections in the SRQ's table */
+        urcu_memb_register_thread(); /* finds connections by QP number */
         p->relaying = 1;
         while (uatomic_read(&p->handling) && !uatomic_read(&p->stopping) &&
                !uatomic_read(&p->broken))
@@ -328,7 +328,7 @@ poller_main(void *arg)
     gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
                          (uint64_t)opts->spin_max_us * 1000);
     CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
-    urcu_memb_register_thread(); /* finds connections in the SRQ's table */
+    urcu_memb_register_thread(); /* finds connections by QP number */
     gfr_pool_set_block_hook(poller_blocking, p);
     pthread_mutex_lock(&p->poll_lock);
     while (!uatomic_read(&p->stopping)) {

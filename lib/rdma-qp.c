@@ -316,6 +316,20 @@ gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, int
     conn->sq_state[at] = signaled ? GFR_SQ_SIGNALED : 0;
 }
 
+/* Has ctx an entry in the send-queue ring that is not done yet?  Caller
+ * holds conn->lock; ctx is compared, never read. */
+int
+gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx)
+{
+    for (uint32_t pos = 0; pos < conn->sq_count; pos++) {
+        uint32_t at = (conn->sq_head + pos) % conn->sq_size;
+
+        if (conn->sq_ring[at] == ctx && !(conn->sq_state[at] & GFR_SQ_DONE))
+            return 1;
+    }
+    return 0;
+}
+
 /*
  * ctx completed: marks its entry (the oldest of ctx's not yet done: a
  * transfer's operations share one ctx) and the unsignaled SENDs before it

@@ -9,21 +9,17 @@
  * waits on RNR (throttled, not dropped).  Running low is logged.
  *
  * A receive completion names a buffer, not a connection: the poller finds
- * the connection by QP number in an RCU hash table (liburcu's rculfhash,
- * memb flavour).  A connection is removed from it, and a grace period
- * waited for, before its QP is destroyed, so a late (flushed) completion
- * finds nothing and only reposts its buffer.
+ * the connection by QP number (rdma-conn-table.c); a late (flushed)
+ * completion finds none and only reposts its buffer.  SRQ buffers live as
+ * long as the device.
  *
- * Locking: grow and the chunk list under engine->lock; posted is uatomic;
- * lookups inside urcu_memb read-side sections on registered poller threads.
+ * Locking: grow and the chunk list under engine->lock; posted is uatomic.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <urcu/urcu-memb.h>
-#include <urcu/rculfhash.h>
 #include <urcu/uatomic.h>
 
 #include "rdma-internal.h"
@@ -62,13 +58,6 @@ gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr
         free(srq);
         return -err;
     }
-    srq->conns = cds_lfht_new_flavor(64, 64, 0, CDS_LFHT_AUTO_RESIZE, &urcu_memb_flavor,
-                                     NULL);
-    if (!srq->conns) {
-        ibv_destroy_srq(srq->srq);
-        free(srq);
-        return -ENOMEM;
-    }
     dev->srq = srq;
     return 0;
 }
@@ -80,12 +69,16 @@ gfr_rdma_srq_post(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb)
     struct gfr_rdma_srq *srq = dev->srq;
     struct ibv_sge sge = {.addr = (uintptr_t)rb->addr, .length = srq->buf_size,
                           .lkey = rb->lkey};
-    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&rb->wr, .sg_list = &sge, .num_sge = 1};
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&rb->wr | GFR_WR_ID_SRQ, .sg_list = &sge,
+                             .num_sge = 1};
     struct ibv_recv_wr *bad;
     unsigned long posted;
-    int err = ibv_post_srq_recv(srq->srq, &wr, &bad);
+    int err;
 
+    uatomic_set(&rb->wr.posted, 1);
+    err = ibv_post_srq_recv(srq->srq, &wr, &bad);
     if (err) {
+        uatomic_set(&rb->wr.posted, 0);
         gfr_rdma_log("%s: reposting a shared receive buffer failed: %s; the queue "
                      "shrinks by one", ibv_get_device_name(dev->verbs->device),
                      strerror(err));
@@ -201,65 +194,6 @@ gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n)
     dev->srq->promised -= n;
 }
 
-static int
-match_qp(struct cds_lfht_node *node, const void *key)
-{
-    const struct gfr_rdma_conn *conn = caa_container_of(node, struct gfr_rdma_conn, srq_node);
-
-    return conn->qp_num == *(const uint32_t *)key;
-}
-
-/* The connection's QP may now receive from the SRQ.  CM thread. */
-void
-gfr_rdma_srq_add(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn)
-{
-    conn->qp_num = conn->qp->qp_num;
-    cds_lfht_node_init(&conn->srq_node);
-    urcu_memb_read_lock();
-    cds_lfht_add(dev->srq->conns, conn->qp_num, &conn->srq_node);
-    urcu_memb_read_unlock();
-    conn->in_srq_table = 1;
-}
-
-/* Before the QP is destroyed (CM thread): after this returns no poller
- * holds or can find the connection through the table. */
-void
-gfr_rdma_srq_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn)
-{
-    if (!conn->in_srq_table)
-        return;
-    urcu_memb_read_lock();
-    cds_lfht_del(dev->srq->conns, &conn->srq_node);
-    urcu_memb_read_unlock();
-    urcu_memb_synchronize_rcu();
-    conn->in_srq_table = 0;
-}
-
-/*
- * The connection of QP qp_num with a reference taken, or NULL when it is
- * gone or going (its last reference dropped).  Poller threads (registered
- * with urcu_memb).
- */
-struct gfr_rdma_conn *
-gfr_rdma_srq_lookup_get(struct gfr_rdma_dev *dev, uint32_t qp_num)
-{
-    struct gfr_rdma_conn *conn = NULL;
-    struct cds_lfht_iter iter;
-    struct cds_lfht_node *node;
-
-    urcu_memb_read_lock();
-    cds_lfht_lookup(dev->srq->conns, qp_num, match_qp, &qp_num, &iter);
-    node = cds_lfht_iter_get_node(&iter);
-    if (node) {
-        struct gfr_rdma_conn *c = caa_container_of(node, struct gfr_rdma_conn, srq_node);
-
-        if (gfr_rdma_conn_tryget(c))
-            conn = c;
-    }
-    urcu_memb_read_unlock();
-    return conn;
-}
-
 /* Engine destruction, after every QP and poller is gone. */
 void
 gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev)
@@ -277,7 +211,6 @@ gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev)
         free(c->mem);
         free(c);
     }
-    cds_lfht_destroy(srq->conns, NULL);
     free(srq);
     dev->srq = NULL;
 }

@@ -39,10 +39,10 @@ static int
 fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
     (void)srq;
-    (void)wr;
     (void)bad;
     fake_verbs.srq_posts++;
-    return 0;
+    fake_verbs.last_srq_wr_id = wr->wr_id;
+    return fake_verbs.srq_post_result;
 }
 
 static int

@@ -36,6 +36,8 @@ struct fake_verbs {
     int live_key[FAKE_MAX_KEYS];
     unsigned deregistered; /* ibv_dereg_mr */
     unsigned srq_posts;    /* ibv_post_srq_recv */
+    uint64_t last_srq_wr_id; /* of the last ibv_post_srq_recv */
+    int srq_post_result;     /* what ibv_post_srq_recv returns: 0 or a positive errno */
     unsigned recv_posts;   /* ibv_post_recv */
     /* ibv_reg_mr fails with reg_mr_errno when set; on_reg_mr (when set)
      * is called first, with on_reg_mr_arg, by the registering thread. */

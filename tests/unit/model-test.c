@@ -577,6 +577,9 @@ stop_here(struct run *run, enum model_profile profile, uint64_t seed)
     _exit(1);
 }
 
+/* Completions the profile gave twice, in its seeds so far. */
+static unsigned duplicates_given;
+
 /* One seed under one profile: 0, or 1 with the reason printed. */
 static int
 run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_NFAULTS])
@@ -677,6 +680,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     gfr_rdma_destroy(server);
     gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN);
     faulted = model_faults_injected() > 0;
+    duplicates_given += model_duplicates();
     findings = model_stop(report, sizeof(report));
     pthread_mutex_lock(&run->lock);
     check_outcome(run, faulted);
@@ -729,6 +733,7 @@ run_profile(enum model_profile profile)
 
     if (only && *only && strcmp(only, model_profile_name(profile)) != 0)
         skip();
+    duplicates_given = 0;
     for (unsigned i = 0; i < seeds; i++) {
         uint64_t seed = one && *one ? strtoull(one, NULL, 10) : i + 1;
 
@@ -738,10 +743,11 @@ run_profile(enum model_profile profile)
             break;
     }
     print_message("model %s: %u seed(s), %u failed; faults injected: none (or not reached) %u, qp-error %u, "
-                  "port-down %u, device-removal %u, peer-disconnect %u\n",
+                  "port-down %u, device-removal %u, peer-disconnect %u; duplicate completions %u\n",
                   model_profile_name(profile), ran, failed, faults[MODEL_FAULT_NONE],
                   faults[MODEL_FAULT_QP_ERROR], faults[MODEL_FAULT_PORT_DOWN],
-                  faults[MODEL_FAULT_DEVICE_REMOVAL], faults[MODEL_FAULT_PEER_DISCONNECT]);
+                  faults[MODEL_FAULT_DEVICE_REMOVAL], faults[MODEL_FAULT_PEER_DISCONNECT],
+                  duplicates_given);
     assert_int_equal(failed, 0);
 }
 

@@ -288,6 +288,7 @@ give_receives(struct gfr_rdma_conn *conn)
     __cds_wfcq_init(&poller.pbuf_returns_head, &poller.pbuf_returns_tail);
     conn->poller = &poller;
     conn->ops = &counting_ops;
+    test_conn_find_by_qp(conn, 21);
 }
 
 static void
@@ -320,8 +321,10 @@ complete_msg(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode, uint32_t rea
     assert_int_equal(gfr_wire_encode(&hdr, &read, NULL, conn->recv_buf, size), hdr_len);
     memcpy(conn->recv_buf + hdr_len, "data", 4);
     wc.wr_id = (uintptr_t)&conn->recv_wr[0];
+    wc.qp_num = conn->qp_num;
+    conn->recv_wr[0].posted = 1;
     gfr_rdma_conn_get(conn); /* the receive's reference, dropped by the completion */
-    gfr_rdma_cq_complete(NULL, &wc);
+    gfr_rdma_cq_complete(&poller, &wc);
 }
 
 static void

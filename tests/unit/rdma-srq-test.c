@@ -2,9 +2,8 @@
 /*
  * A device's shared receive queue (lib/rdma-srq.c) over stubbed verbs:
  * it grows while the live connections promise more receives than it holds,
- * stops at its maximum and says so once, keeps its buffers when
- * connections leave, and finds a connection by QP number only while the
- * connection is alive; over the stubbed verbs of fake-verbs.c.
+ * stops at its maximum and says so once, and keeps its buffers when
+ * connections leave; over the stubbed verbs of fake-verbs.c.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,7 +15,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <urcu/urcu-memb.h>
 
 #include "fake-verbs.h"
 #include "rdma-internal.h"
@@ -107,43 +105,12 @@ test_on_iwarp_every_promise_is_backed(void **state)
     gfr_rdma_srq_destroy(&dev);
 }
 
-/* A connection is found by its QP number, with a reference taken, while
- * it holds references; once its last is gone, or once it left the table,
- * a late completion finds nothing. */
-static void
-test_a_connection_is_found_only_while_alive(void **state)
-{
-    struct gfr_rdma_conn conn = {.outstanding = 1};
-    struct ibv_qp qp = {.qp_num = 4242};
-
-    (void)state;
-    make_dev(16);
-    conn.qp = &qp;
-    gfr_rdma_srq_add(&dev, &conn);
-    assert_ptr_equal(gfr_rdma_srq_lookup_get(&dev, 4242), &conn);
-    assert_int_equal(conn.outstanding, 2);
-    assert_null(gfr_rdma_srq_lookup_get(&dev, 4243));
-    conn.outstanding = 0; /* its last reference dropped: going */
-    assert_null(gfr_rdma_srq_lookup_get(&dev, 4242));
-    conn.outstanding = 1;
-    gfr_rdma_srq_remove(&dev, &conn);
-    assert_null(gfr_rdma_srq_lookup_get(&dev, 4242));
-    assert_int_equal(conn.outstanding, 1);
-    gfr_rdma_srq_destroy(&dev);
-}
-
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_queue_grows_with_promises_up_to_its_maximum),
         cmocka_unit_test(test_on_iwarp_every_promise_is_backed),
-        cmocka_unit_test(test_a_connection_is_found_only_while_alive),
     };
-    int failed;
-
-    urcu_memb_register_thread();
-    failed = cmocka_run_group_tests_name("rdma-srq", tests, NULL, NULL);
-    urcu_memb_unregister_thread();
-    return failed;
+    return cmocka_run_group_tests_name("rdma-srq", tests, NULL, NULL);
 }

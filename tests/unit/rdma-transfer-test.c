@@ -20,16 +20,6 @@
 #include "fake-verbs.h"
 #include "test-conn.h"
 
-static unsigned finished_calls;
-static int finished_status;
-
-static void
-finished(struct gfr_rdma_xfer *x, int status)
-{
-    finished_calls++;
-    finished_status = status;
-    free(x);
-}
 
 /* An established connection whose transfers may have depth operations in
  * flight. */
@@ -38,8 +28,6 @@ make_conn(unsigned depth)
 {
     test_conn_reset();
     test_engine.opts.rdma_depth = depth;
-    finished_calls = 0;
-    finished_status = 1;
     return test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
 }
 
@@ -47,24 +35,6 @@ static void
 free_conn(struct gfr_rdma_conn *conn)
 {
     test_conn_free(conn);
-}
-
-/* A pull of n segments of 4 KiB, 4 KiB per operation, started. */
-static struct gfr_rdma_xfer *
-start_pull(struct gfr_rdma_conn *conn, unsigned n)
-{
-    static uint8_t buf[16 * 4096];
-    struct gfr_rdma_xfer *x = gfr_rdma_xfer_new(conn, 1, finished);
-
-    assert_non_null(x);
-    x->local[0] = (struct gfr_xfer_local){(uintptr_t)buf, n * 4096, 11};
-    for (unsigned i = 0; i < n; i++)
-        x->remote[i] = (struct gfr_wire_seg){0x10000 * (i + 1), 22, 4096};
-    assert_int_equal(gfr_xfer_init(&x->plan, x->local, 1, x->remote, n, n * 4096ull, 4096), 0);
-    pthread_mutex_lock(&conn->lock);
-    gfr_rdma_xfer_start_locked(conn, x);
-    pthread_mutex_unlock(&conn->lock);
-    return x;
 }
 
 /* Completes the posted work request i as the poller would: the
@@ -82,19 +52,19 @@ test_no_more_than_rdma_depth_are_in_flight(void **state)
     struct gfr_rdma_conn *conn = make_conn(2);
 
     (void)state;
-    start_pull(conn, 5);
+    test_conn_start_pull(conn, 5);
     assert_int_equal(fake_verbs.posts, 2);
     assert_int_equal(conn->rdma_inflight, 2);
     assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_READ);
     assert_int_equal(fake_verbs.sent[1].wr.rdma.remote_addr, 0x20000);
     for (unsigned i = 0; i < 5; i++) {
-        assert_int_equal(finished_calls, 0);
+        assert_int_equal(test_pulls_finished, 0);
         complete(conn, i, 1);
         assert_true(conn->rdma_inflight <= 2);
     }
     assert_int_equal(fake_verbs.posts, 5);
-    assert_int_equal(finished_calls, 1);
-    assert_int_equal(finished_status, 0);
+    assert_int_equal(test_pulls_finished, 1);
+    assert_int_equal(test_pull_status, 0);
     assert_int_equal(conn->rdma_inflight, 0);
     assert_int_equal(conn->outstanding, 1); /* the CM side's only */
     free_conn(conn);
@@ -108,14 +78,14 @@ test_a_failed_operation_ends_the_transfer_with_eio(void **state)
     struct gfr_rdma_conn *conn = make_conn(4);
 
     (void)state;
-    start_pull(conn, 3);
+    test_conn_start_pull(conn, 3);
     assert_int_equal(fake_verbs.posts, 3);
     complete(conn, 0, 1);
     complete(conn, 1, 0);
-    assert_int_equal(finished_calls, 0);
+    assert_int_equal(test_pulls_finished, 0);
     complete(conn, 2, 0);
-    assert_int_equal(finished_calls, 1);
-    assert_int_equal(finished_status, -EIO);
+    assert_int_equal(test_pulls_finished, 1);
+    assert_int_equal(test_pull_status, -EIO);
     free_conn(conn);
 }
 
@@ -127,15 +97,15 @@ test_the_end_of_a_connection_cancels_what_was_not_posted(void **state)
     struct gfr_rdma_conn *conn = make_conn(1);
 
     (void)state;
-    start_pull(conn, 3);
+    test_conn_start_pull(conn, 3);
     gfr_rdma_conn_fail(conn, -EIO); /* also fake_verbs.posts the drain */
     complete(conn, 0, 0);
     for (unsigned i = 1; i < fake_verbs.posts; i++)
         assert_int_not_equal(fake_verbs.sent[i].opcode, IBV_WR_RDMA_READ);
-    assert_int_equal(finished_calls, 0);
+    assert_int_equal(test_pulls_finished, 0);
     gfr_rdma_xfers_release_all(conn);
-    assert_int_equal(finished_calls, 1);
-    assert_int_equal(finished_status, -ECANCELED);
+    assert_int_equal(test_pulls_finished, 1);
+    assert_int_equal(test_pull_status, -ECANCELED);
     free_conn(conn);
 }
 

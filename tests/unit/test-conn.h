@@ -17,7 +17,9 @@ extern struct gfr_rdma test_engine;
 extern struct gfr_rdma_dev test_dev;
 
 /* Resets fake-verbs.c, test_engine's options to the defaults (latency
- * statistics on, histograms empty) and test_dev. */
+ * statistics on, histograms empty) and test_dev; the calling thread is
+ * registered with urcu_memb, for test_dev's table of connections by QP
+ * number. */
 void test_conn_reset(void);
 
 /* A connection to peer (NULL: unknown) with credits credits each way and
@@ -25,6 +27,18 @@ void test_conn_reset(void);
  * segments, moved from NEW to state `at` by a client's legal steps. */
 struct gfr_rdma_conn *test_conn_new(const struct sockaddr *peer, uint32_t credits,
                                     enum gfr_conn_state at);
+
+/* Makes conn the one completions of QP qp_num are traced to (fake_qp
+ * takes that number), as creating its QP does, in a table test_dev gets
+ * for it and loses with it (test_conn_free).  One at a time. */
+void test_conn_find_by_qp(struct gfr_rdma_conn *conn, uint32_t qp_num);
+
+/* A pull of n (up to 16) READs of 4 KiB from rkey 22, started: posted up
+ * to rdma-depth.  Its end counts in test_pulls_finished, its status in
+ * test_pull_status (both reset by test_conn_reset), and frees it. */
+struct gfr_rdma_xfer *test_conn_start_pull(struct gfr_rdma_conn *conn, unsigned n);
+extern unsigned test_pulls_finished;
+extern int test_pull_status;
 
 /* Ends what the connection still holds (waiting messages, offers, whose
  * done callbacks are called, staging buffers) and frees it. */

@@ -49,6 +49,10 @@ struct profile {
      * completes), and reaches the peer as TCP's FIN, on which the peer's
      * QP flushes everything (siw_qp_llp_close). */
     int close_strands_reads;
+    /* siw: moving a QP to error flushes a READ it has issued but not seen
+     * answered twice, from its ORQ and again as the pending work request
+     * (siw_sq_flush); the model does so for the newest one. */
+    int flushes_read_twice;
     int zero_len_checks_rkey;
 };
 
@@ -218,6 +222,7 @@ struct vm_state {
     unsigned disconnects_due;
     uint64_t disconnect_pick;
     unsigned disconnect_waited; /* steps a due disconnect waited for a READ */
+    unsigned duplicates;        /* completions given twice (flushes_read_twice) */
     model_disconnect_fn disconnect;
     void *cb_arg;
     struct mhost hosts[NHOSTS];

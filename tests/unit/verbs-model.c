@@ -28,7 +28,8 @@ static const struct profile profiles[MODEL_NPROFILES] = {
                      .max_qp_rd_atom = 8, .drop_cqes_on_destroy = 1, .last_wqe_event = 1,
                      .post_in_error_fails = 1, .read_sink_remote_write = 1,
                      .rnr_terminates = 1, .reads_complete_late = 1,
-                     .zero_len_checks_rkey = 1, .close_strands_reads = 1},
+                     .zero_len_checks_rkey = 1, .close_strands_reads = 1,
+                     .flushes_read_twice = 1},
 };
 
 struct vm_state vm = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -323,6 +324,15 @@ vm_qp_error(struct mqp *qp)
         free(w);
     }
     qp->sends_tail = NULL;
+    if (vm.prof->flushes_read_twice && qp->rd_cqes.tail) {
+        struct mcqe *again = vm_new_cqe(qp, qp->rd_cqes.tail->wc.wr_id, IBV_WC_WR_FLUSH_ERR,
+                                        IBV_WC_RDMA_READ, 0, 1);
+
+        if (again) {
+            vm_fifo_push(&qp->rd_cqes, again);
+            vm.duplicates++;
+        }
+    }
     while ((r = vm_rq_pop(&qp->rq)) != NULL) {
         struct mcqe *e = vm_new_cqe(qp, r->wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0);
 
@@ -799,7 +809,7 @@ model_start(enum model_profile profile, uint64_t seed, const struct model_plan *
     vm.prof = &profiles[profile];
     vm.rng = seed;
     vm.plan = plan ? *plan : (struct model_plan){0};
-    vm.posts = vm.injected = vm.disconnects_due = vm.disconnect_waited = 0;
+    vm.posts = vm.injected = vm.disconnects_due = vm.disconnect_waited = vm.duplicates = 0;
     vm.disconnect = disconnect;
     vm.cb_arg = cb_arg;
     vm.nfindings = 0;
@@ -870,15 +880,28 @@ model_live_qps(void)
     return n;
 }
 
-unsigned
-model_faults_injected(void)
+/* A counter of vm's, read under vm.lock (the fabric thread writes it). */
+static unsigned
+counter(const unsigned *which)
 {
     unsigned n;
 
     pthread_mutex_lock(&vm.lock);
-    n = vm.injected;
+    n = *which;
     pthread_mutex_unlock(&vm.lock);
     return n;
+}
+
+unsigned
+model_duplicates(void)
+{
+    return counter(&vm.duplicates);
+}
+
+unsigned
+model_faults_injected(void)
+{
+    return counter(&vm.injected);
 }
 
 unsigned

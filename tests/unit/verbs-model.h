@@ -73,6 +73,10 @@ unsigned model_live_qps(void);
 /* How many faults the plan injected (0 or 1) by now. */
 unsigned model_faults_injected(void);
 
+/* How many completions the profile gave twice by now (siw's duplicate
+ * flush of a READ: flushes_read_twice). */
+unsigned model_duplicates(void);
+
 /* The address of host 0 or 1 with port. */
 void model_addr(unsigned host, uint16_t port, struct sockaddr_in *sin);
 
