@@ -35,6 +35,8 @@ gfr_cm_encode(const struct gfr_cm_params *params, void *buf, size_t cap)
     gfr_put_be32(p + 12, params->max_msg);
     gfr_put_be16(p + 16, params->max_segs);
     memset(p + 18, 0, 2);
+    gfr_put_be64(p + 20, params->probe_rkey ? params->probe_addr : 0);
+    gfr_put_be32(p + 28, params->probe_rkey);
     return GFR_CM_PRIVATE_SIZE;
 }
 
@@ -52,7 +54,7 @@ gfr_cm_decode(const void *buf, size_t len, struct gfr_cm_params *params,
 {
     const uint8_t *p = buf;
 
-    if (!buf || !params || len < GFR_CM_PRIVATE_SIZE)
+    if (!buf || !params || len < GFR_CM_PRIVATE_MIN)
         return refuse(why, GFR_CM_REJECT_SHORT);
     if (gfr_get_be32(p) != GFR_CM_MAGIC)
         return refuse(why, GFR_CM_REJECT_MAGIC);
@@ -62,6 +64,8 @@ gfr_cm_decode(const void *buf, size_t len, struct gfr_cm_params *params,
     params->inline_max = gfr_get_be32(p + 8);
     params->max_msg = gfr_get_be32(p + 12);
     params->max_segs = gfr_get_be16(p + 16);
+    params->probe_rkey = len >= GFR_CM_PRIVATE_SIZE ? gfr_get_be32(p + 28) : 0;
+    params->probe_addr = params->probe_rkey ? gfr_get_be64(p + 20) : 0;
     if (!params_valid(params))
         return refuse(why, GFR_CM_REJECT_PARAMS);
     if (why)
@@ -79,6 +83,8 @@ gfr_cm_negotiate(const struct gfr_cm_params *local,
     agreed->inline_max = MIN(local->inline_max, peer->inline_max);
     agreed->max_msg = MIN(local->max_msg, peer->max_msg);
     agreed->max_segs = MIN(local->max_segs, peer->max_segs);
+    agreed->probe_addr = 0;
+    agreed->probe_rkey = 0;
 }
 
 const char *

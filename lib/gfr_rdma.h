@@ -80,8 +80,11 @@ struct gfr_rdma_conn_ops {
                      void *cb_arg);
     /* Exactly once per connection: reason is 0 after an orderly
      * disconnect, else a negative errno (-ECONNREFUSED, -ETIMEDOUT,
-     * -EPROTO for a peer that broke the protocol, ...).  Every submitted
-     * message's done callback has run before. */
+     * -EPROTO for a peer that broke the protocol, -ECONNRESET on iWARP
+     * when the TCP connection under the QP broke while work was under
+     * way, as a peer's close can do to a SEND in transmission, -EIO for
+     * another failed work request or QP, ...).  Every submitted message's
+     * done callback has run before. */
     void (*disconnected)(struct gfr_rdma_conn *conn, int reason, void *cb_arg);
 };
 
@@ -239,6 +242,7 @@ struct gfr_rdma_conn_stats {
     unsigned long registration_ns;    /* time spent registering and deregistering */
     unsigned long errors;             /* problems logged about the connection */
     unsigned long throttles;          /* times back-pressure was put on */
+    unsigned long keepalives;         /* liveness probes the peer answered */
 };
 void gfr_rdma_conn_stats(struct gfr_rdma_conn *conn,
                          struct gfr_rdma_conn_stats *stats);
@@ -290,6 +294,7 @@ struct gfr_rdma_conn_info {
     uint32_t queued;               /* messages waiting for a credit or a slot */
     uint32_t offers;               /* our messages whose buffers the engine holds */
     uint32_t rdma_inflight;        /* READs/WRITEs under way */
+    uint32_t send_queue;           /* work requests posted and not yet seen complete */
     int throttled;                 /* back-pressure on: credits withheld */
     uint32_t withheld;             /* credits owed to the peer, not yet returned */
     int reason;                    /* why it failed (negative errno), 0 */

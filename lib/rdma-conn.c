@@ -322,6 +322,8 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
     conn->credits.send_avail = conn->agreed.credits;
     conn->credits.peer_avail = received < conn->agreed.credits
                                    ? conn->agreed.credits - received : 0;
+    conn->peer_probe_addr = peer->probe_addr;
+    conn->peer_probe_rkey = peer->probe_rkey;
     pthread_mutex_unlock(&conn->lock);
     return 0;
 }
@@ -397,11 +399,13 @@ retry_bound_ns(const struct gfr_rdma_opts *opts)
  * and retry-count, so a connection whose peer vanished without a word (a
  * link down, a lost DREQ) ends instead of waiting for messages forever.
  * On iWARP a WRITE completes once TCP has taken it, which proves nothing
- * of the peer, and the IB retry attributes are ignored; the zero-length
- * RDMA READ that would prove it is mishandled by siw (Linux 6.1) under
+ * of the peer, and the IB retry attributes are ignored; a READ's response
+ * proves it.  A zero-length READ is mishandled by siw (Linux 6.1) under
  * traffic: it answers one ahead of the READ responses it owes, or refuses
- * its STag, and ends a healthy QP (docs/providers.md).  So on iWARP no
- * probe is sent, and a silent peer is found by TCP (tcp_retries2).
+ * its STag, and ends a healthy QP (docs/providers.md).  So on iWARP the
+ * probe reads one byte the peer offered for it in the CM private data
+ * (dev->probe_src_mr) into this device's sink; a peer that offered none
+ * (an older one) is not probed, and TCP finds it silent (tcp_retries2).
  * One at a time per connection; a probe still unanswered after twice the
  * adapter's retry time (and at least keepalive-ms) means the adapter
  * itself is stuck (seen on rxe after a link flap), and ends the
@@ -414,16 +418,30 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)&conn->keepalive_wr,
                              .opcode = IBV_WR_RDMA_WRITE,
                              .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_sge sink;
     const struct gfr_rdma_opts *opts = &conn->engine->opts;
     uint64_t now = gfr_now_ns();
     uint64_t patience = 2 * retry_bound_ns(opts);
     int err;
 
-    if (conn->dev->iwarp)
+    if (conn->dev->iwarp && !conn->dev->probe_sink_mr)
         return;
     if (patience < opts->keepalive_ms * 1000000ull)
         patience = opts->keepalive_ms * 1000000ull;
     pthread_mutex_lock(&conn->lock);
+    if (conn->dev->iwarp) {
+        if (!conn->peer_probe_rkey) {
+            pthread_mutex_unlock(&conn->lock);
+            return;
+        }
+        sink = (struct ibv_sge){.addr = (uintptr_t)conn->dev->probe_sink_mr->addr,
+                                .length = 1, .lkey = conn->dev->probe_sink_mr->lkey};
+        wr.opcode = IBV_WR_RDMA_READ;
+        wr.sg_list = &sink;
+        wr.num_sge = 1;
+        wr.wr.rdma.remote_addr = conn->peer_probe_addr;
+        wr.wr.rdma.rkey = conn->peer_probe_rkey;
+    }
     if (conn->state == GFR_CONN_ESTABLISHED && conn->keepalive_posted &&
         now - conn->keepalive_posted_ns > patience) {
         gfr_rdma_conn_log(conn, "a keepalive went unanswered for %llu ms; disconnecting",

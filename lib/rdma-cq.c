@@ -16,44 +16,75 @@
 #include "rdma-internal.h"
 
 /*
- * A flushed completion while the connection is still up: the QP went to
- * the error state without an error completion of ours (the provider's
- * responder side, or the CM).  Says so, with what the QP reports.
+ * A flushed completion: the reason its connection ends with.  While the
+ * connection is still up, the QP went to the error state without an
+ * error completion of ours (the peer's close, the provider's responder
+ * side, or the CM): when that cut RDMA READs or WRITEs of ours off, the
+ * connection ends as reset (gfr_rdma_conn_cut_off_locked); otherwise this
+ * says so, with what the QP reports, and it ends in order.
  */
-static void
-log_unexpected_flush(struct gfr_rdma_conn *conn)
+static int
+flush_reason(struct gfr_rdma_conn *conn)
 {
     struct ibv_qp_attr attr;
     struct ibv_qp_init_attr init;
-    int up;
+    int up, reason = 0;
 
     pthread_mutex_lock(&conn->lock);
     up = conn->state == GFR_CONN_ESTABLISHED || conn->state == GFR_CONN_CONNECTING;
+    if (up)
+        reason = gfr_rdma_conn_cut_off_locked(conn);
     pthread_mutex_unlock(&conn->lock);
-    if (!up)
-        return;
+    if (!up || reason)
+        return reason;
     if (ibv_query_qp(conn->qp, &attr, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC |
                                           IBV_QP_MAX_DEST_RD_ATOMIC, &init) == 0)
         gfr_rdma_conn_log(conn, "QP %u went to the error state with no error completion of ours "
-                          "(state %d, max_rd_atomic %u, max_dest_rd_atomic %u, %u READ/WRITE "
-                          "in flight); disconnecting", conn->qp->qp_num, attr.qp_state,
-                          attr.max_rd_atomic, attr.max_dest_rd_atomic, conn->rdma_inflight);
+                          "(state %d, max_rd_atomic %u, max_dest_rd_atomic %u); disconnecting",
+                          conn->qp->qp_num, attr.qp_state, attr.max_rd_atomic,
+                          attr.max_dest_rd_atomic);
     else
         gfr_rdma_conn_log(conn, "QP %u went to the error state with no error completion of ours; "
                           "disconnecting", conn->qp->qp_num);
+    return 0;
 }
 
+/*
+ * The reason a failed work request ends its connection with.  A flush is
+ * no fault of its own (flush_reason; a fault the connection recorded
+ * first wins).  On
+ * iWARP a local QP operation error is what siw gives a work request whose
+ * TCP stream broke under it: the peer's close, whose FIN can even overtake
+ * siw's completion of a SEND already handed to TCP, or a reset; so the
+ * connection ends as reset (-ECONNRESET), as a server expects of a client
+ * that goes away.  Anything else is a fault: -EIO.
+ */
+static int
+failure_reason(struct gfr_rdma_conn *conn, const struct ibv_wc *wc)
+{
+    if (wc->status == IBV_WC_WR_FLUSH_ERR)
+        return flush_reason(conn);
+    if (wc->status == IBV_WC_LOC_QP_OP_ERR && conn->dev->iwarp)
+        return -ECONNRESET;
+    return -EIO;
+}
+
+/* Says which work request failed and how, unless it was flushed (whose
+ * reason flush_reason gave); reason is what the connection ends with. */
 static void
 log_failed_wr(struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx,
-              const struct ibv_wc *wc)
+              const struct ibv_wc *wc, int reason)
 {
     if (wc->status != IBV_WC_WR_FLUSH_ERR)
-        gfr_rdma_conn_log(conn, "%s work request failed: %s (vendor error %u); disconnecting",
+        gfr_rdma_conn_log(conn, "%s work request failed: %s (vendor error %u)%s; disconnecting",
                           ctx->kind == GFR_WR_RDMA ? "an RDMA READ/WRITE"
                           : ctx->kind == GFR_WR_DRAIN ? "the drain"
                           : ctx->kind == GFR_WR_KEEPALIVE ? "a keepalive"
                           : ctx->kind == GFR_WR_SEND ? "a SEND" : "a receive",
-                          ibv_wc_status_str(wc->status), wc->vendor_err);
+                          ibv_wc_status_str(wc->status), wc->vendor_err,
+                          reason == -ECONNRESET
+                              ? ": on iWARP, the TCP connection under the QP closed or was reset"
+                              : "");
 }
 
 /*
@@ -103,10 +134,10 @@ srq_complete(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb, struct ibv_wc *
     } else if (wc->status == IBV_WC_SUCCESS) {
         gfr_rdma_srq_post(dev, rb);
     } else {
-        if (wc->status == IBV_WC_WR_FLUSH_ERR)
-            log_unexpected_flush(conn);
-        log_failed_wr(conn, &rb->wr, wc);
-        gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
+        int reason = failure_reason(conn, wc);
+
+        log_failed_wr(conn, &rb->wr, wc, reason);
+        gfr_rdma_conn_fail(conn, reason);
         gfr_rdma_srq_post(dev, rb);
     }
     gfr_rdma_conn_put(conn);
@@ -178,10 +209,10 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         return;
     }
     if (!ok) {
-        if (wc->status == IBV_WC_WR_FLUSH_ERR)
-            log_unexpected_flush(conn);
-        log_failed_wr(conn, ctx, wc);
-        gfr_rdma_conn_fail(conn, wc->status == IBV_WC_WR_FLUSH_ERR ? 0 : -EIO);
+        int reason = failure_reason(conn, wc);
+
+        log_failed_wr(conn, ctx, wc, reason);
+        gfr_rdma_conn_fail(conn, reason);
     }
     switch (ctx->kind) {
     case GFR_WR_RECV:
@@ -205,43 +236,89 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
 }
 
 /*
- * Completes every work request of conn as flushed, through the usual path
- * (gfr_rdma_cq_complete): its send-queue entries in the order they were
- * posted, each retiring itself, and its own posted receives.  For a
- * connection whose CQ is broken, which will never deliver them.  CM
- * thread, holding the poller's poll_lock (no completion of this CQ is
- * being handled meanwhile).  0 or -ENOMEM (nothing done).
+ * The work requests conn has posted and not seen complete, as flushed
+ * completions: its send-queue entries in the order they were posted (each
+ * retires itself), then its own posted receives.  *wcs is the caller's to
+ * free.  Takes conn->lock.  The count, or -ENOMEM.
  */
 static int
-complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
+unfinished_as_flushed(struct gfr_rdma_conn *conn, struct ibv_wc **wcs)
 {
-    struct gfr_rdma_wr **ctx;
     unsigned n = 0;
 
     pthread_mutex_lock(&conn->lock);
-    ctx = malloc(((size_t)conn->sq_count + conn->nrecv + 1) * sizeof(*ctx));
-    if (ctx) {
+    *wcs = calloc((size_t)conn->sq_count + conn->nrecv + 1, sizeof(**wcs));
+    if (*wcs) {
         for (uint32_t i = 0; i < conn->sq_count; i++) {
             uint32_t at = (conn->sq_head + i) % conn->sq_size;
 
             if (!(conn->sq_state[at] & GFR_SQ_DONE)) /* not completed out of order */
-                ctx[n++] = conn->sq_ring[at];
+                (*wcs)[n++].wr_id = (uintptr_t)conn->sq_ring[at];
         }
         for (uint32_t i = 0; conn->recv_wr && i < conn->nrecv; i++)
             if (conn->recv_wr[i].posted)
-                ctx[n++] = &conn->recv_wr[i];
+                (*wcs)[n++].wr_id = (uintptr_t)&conn->recv_wr[i];
     }
     pthread_mutex_unlock(&conn->lock);
-    if (!ctx)
+    if (!*wcs)
         return -ENOMEM;
     for (unsigned i = 0; i < n; i++) {
-        struct ibv_wc wc = {.wr_id = (uintptr_t)ctx[i], .status = IBV_WC_WR_FLUSH_ERR,
-                            .qp_num = conn->qp_num};
-
-        gfr_rdma_cq_complete(p, &wc);
+        (*wcs)[i].status = IBV_WC_WR_FLUSH_ERR;
+        (*wcs)[i].qp_num = conn->qp_num;
     }
-    free(ctx);
-    return 0;
+    return (int)n;
+}
+
+/*
+ * Completes every work request of conn as flushed, through the usual path
+ * (gfr_rdma_cq_complete).  For a connection whose CQ is broken, which will
+ * never deliver them.  CM thread, holding the poller's poll_lock (no
+ * completion of this CQ is being handled meanwhile).  0 or -ENOMEM
+ * (nothing done).
+ */
+static int
+complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
+{
+    struct ibv_wc *wcs;
+    int n = unfinished_as_flushed(conn, &wcs);
+
+    for (int i = 0; i < n; i++)
+        gfr_rdma_cq_complete(p, &wcs[i]);
+    if (n >= 0)
+        free(wcs);
+    return n < 0 ? n : 0;
+}
+
+/*
+ * A connection that ended, whose CM side is done and whose QP has been in
+ * the error state since its failure connect-timeout-ms ago, still has work
+ * requests the provider never completed: siw leaves one posted to a QP
+ * already in error (its peer had closed) in its user-mapped ring, where no
+ * flush reaches it, and the connection could never be freed.  Each is
+ * completed as flushed by conn's poller (gfr_rdma_poller_inject), and a
+ * completion the provider still gives later is ignored as a duplicate.
+ * Once per connection.  CM thread.
+ */
+void
+gfr_rdma_cq_flush_stranded(struct gfr_rdma_conn *conn)
+{
+    struct ibv_wc *wcs;
+    int n;
+
+    conn->stranded_flushed = 1;
+    n = unfinished_as_flushed(conn, &wcs);
+    if (n <= 0) {
+        if (n == 0)
+            free(wcs);
+        return;
+    }
+    gfr_rdma_conn_log(conn, "QP %u: %d work request(s) not completed %u ms after the "
+                      "connection failed, its QP in the error state: the provider will not "
+                      "complete them; completing them as flushed", conn->qp_num, n,
+                      conn->engine->opts.connect_timeout_ms);
+    if (gfr_rdma_poller_inject(conn->poller, wcs, (unsigned)n) != 0)
+        conn->stranded_flushed = 0; /* no memory: the next tick tries again */
+    free(wcs);
 }
 
 static int

@@ -28,6 +28,42 @@
 #define CQ_ENTRIES_WANTED 16384
 
 static void
+probe_free(struct gfr_rdma_dev *dev)
+{
+    if (dev->probe_src_mr)
+        ibv_dereg_mr(dev->probe_src_mr);
+    if (dev->probe_sink_mr)
+        ibv_dereg_mr(dev->probe_sink_mr);
+    free(dev->probe_buf);
+    dev->probe_src_mr = dev->probe_sink_mr = NULL;
+    dev->probe_buf = NULL;
+}
+
+/* The buffer and keys of the iWARP liveness probe (struct gfr_rdma_dev).
+ * Without them the device's connections offer no probe and send none:
+ * said, not fatal.  Creator's thread, before the device is listed. */
+static void
+probe_create(struct gfr_rdma_dev *dev, const char *name)
+{
+    enum { PROBE_BUF = 64, SINK_AT = 32, PROBE_BYTES = 8 };
+
+    if (posix_memalign((void **)&dev->probe_buf, PROBE_BUF, PROBE_BUF) != 0) {
+        dev->probe_buf = NULL;
+        gfr_rdma_log("%s: no memory for the liveness probe; its connections send none", name);
+        return;
+    }
+    memset(dev->probe_buf, 0, PROBE_BUF);
+    dev->probe_src_mr = ibv_reg_mr(dev->pd, dev->probe_buf, PROBE_BYTES, IBV_ACCESS_REMOTE_READ);
+    dev->probe_sink_mr = ibv_reg_mr(dev->pd, dev->probe_buf + SINK_AT, PROBE_BYTES,
+                                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!dev->probe_src_mr || !dev->probe_sink_mr) {
+        gfr_rdma_log("%s: cannot register the liveness probe's byte: %s; its connections "
+                     "send none", name, strerror(errno));
+        probe_free(dev);
+    }
+}
+
+static void
 dev_free(struct gfr_rdma_dev *dev)
 {
     for (unsigned i = 0; dev->pollers && i < dev->npollers; i++)
@@ -35,6 +71,7 @@ dev_free(struct gfr_rdma_dev *dev)
     free(dev->pollers);
     gfr_rdma_srq_destroy(dev);
     gfr_rdma_conn_table_destroy(dev);
+    probe_free(dev);
     if (dev->pd)
         ibv_dealloc_pd(dev->pd);
     pthread_mutex_destroy(&dev->post_lock);
@@ -206,6 +243,8 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
     err = gfr_rdma_conn_table_create(dev);
     if (err)
         goto fail;
+    if (dev->iwarp)
+        probe_create(dev, name);
     if (engine->opts.receive_queue == GFR_RQ_SRQ) {
         err = gfr_rdma_srq_create(dev, &attr);
         if (err)

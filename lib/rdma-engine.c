@@ -77,6 +77,10 @@ fill_conn_param(const struct gfr_rdma_conn *conn, struct rdma_conn_param *param,
     struct gfr_cm_params local;
 
     gfr_rdma_conn_local_params(engine, &local);
+    if (conn->dev->probe_src_mr) {
+        local.probe_addr = (uintptr_t)conn->dev->probe_buf;
+        local.probe_rkey = conn->dev->probe_src_mr->rkey;
+    }
     gfr_cm_encode(&local, private_data, GFR_CM_PRIVATE_SIZE);
     memset(param, 0, sizeof(*param));
     param->private_data = private_data;
@@ -204,6 +208,17 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     gfr_rdma_send_flush(conn);
 }
 
+/* The CM says the connection closed: it ends in order, or as reset when
+ * the peer cut work of ours off (gfr_rdma_conn_cut_off_locked).  CM
+ * thread; takes conn->lock. */
+static void
+on_disconnected(struct gfr_rdma_conn *conn)
+{
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_fail_locked(conn, gfr_rdma_conn_cut_off_locked(conn));
+    pthread_mutex_unlock(&conn->lock);
+}
+
 /* A client's next step of resolving and connecting, unless the connection
  * failed meanwhile (engine destruction, a device removed): then its end
  * is under way and nothing more is started.  1 when it moved on. */
@@ -270,7 +285,7 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         conn_abort(conn, reject_reason_to_errno(conn, event));
         break;
     case RDMA_CM_EVENT_DISCONNECTED:
-        gfr_rdma_conn_fail(conn, 0);
+        on_disconnected(conn);
         gfr_rdma_conn_cm_done(conn);
         break;
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
@@ -461,6 +476,19 @@ disconnect_fire(struct gfr_rdma_conn *conn)
     gfr_rdma_conn_cm_done(conn);
 }
 
+/* Connect-timeout-ms after a connection failed, once its CM side is done:
+ * whatever it posted should have flushed long ago (its QP went to error
+ * when it failed); a provider that will never complete some is made to
+ * (gfr_rdma_cq_flush_stranded).  Once per connection. */
+static int
+stranded_due(struct gfr_rdma_conn *conn, uint64_t now)
+{
+    uint64_t deadline = uatomic_read(&conn->disconnect_deadline_ns);
+
+    return deadline && now > deadline && uatomic_read(&conn->cm_done) &&
+           !conn->stranded_flushed && conn->poller;
+}
+
 static int
 keepalive_due(struct gfr_rdma_conn *conn, uint64_t now)
 {
@@ -473,6 +501,7 @@ keepalive_due(struct gfr_rdma_conn *conn, uint64_t now)
 static const struct conn_timer conn_timers[] = {
     {handshake_due, handshake_fire},
     {disconnect_due, disconnect_fire},
+    {stranded_due, gfr_rdma_cq_flush_stranded},
     {keepalive_due, gfr_rdma_conn_keepalive},
 };
 

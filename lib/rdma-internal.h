@@ -58,7 +58,7 @@ enum gfr_wr_kind {
     GFR_WR_SEND,
     GFR_WR_RDMA,  /* a READ or WRITE of a transfer */
     GFR_WR_DRAIN, /* posted after the QP went to error: retires the rest */
-    GFR_WR_KEEPALIVE, /* a zero-length RDMA WRITE probing the peer */
+    GFR_WR_KEEPALIVE, /* the liveness probe (rdma-conn.c gfr_rdma_conn_keepalive) */
 };
 
 struct gfr_rdma_offer;
@@ -132,6 +132,11 @@ struct gfr_rdma_poller {
     unsigned pbuf_nfree[GFR_BUF_CLASSES];
     struct __cds_wfcq_head pbuf_returns_head;
     struct cds_wfcq_tail pbuf_returns_tail;
+    /* Completions the CM thread made for work requests the provider will
+     * never complete (gfr_rdma_poller_inject): wait-free pushes, handed on
+     * by whoever polls, as if the CQ had given them. */
+    struct __cds_wfcq_head injected_head;
+    struct cds_wfcq_tail injected_tail;
     /* Statistics: written by the poller thread alone (CMM_STORE_SHARED),
      * read by snapshots (CMM_LOAD_SHARED); see gfr_rdma_poller_info. */
     uint64_t st_polls, st_completions, st_reaped_after_sleep;
@@ -224,6 +229,14 @@ struct gfr_rdma_dev {
      * on a QP in error fail or never complete, IB attributes ignored
      * (docs/providers.md). */
     int iwarp;
+    /* The iWARP liveness probe (rdma-conn.c gfr_rdma_conn_keepalive): a
+     * byte peers may RDMA READ (probe_src_mr, offered in the CM private
+     * data) and where this side's probes land (probe_sink_mr: an iWARP
+     * READ sink needs remote write).  NULL elsewhere, or when they could
+     * not be registered.  Set at creation, freed with the device. */
+    uint8_t *probe_buf;
+    struct ibv_mr *probe_src_mr;
+    struct ibv_mr *probe_sink_mr;
     uint32_t max_rd_atom;      /* RDMA READs a QP answers at once */
     uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
     unsigned npollers;
@@ -465,6 +478,10 @@ struct gfr_rdma_conn {
     uint32_t unsignaled; /* SENDs since the last signaled one */
     struct gfr_rdma_wr drain_wr;
     struct gfr_rdma_wr keepalive_wr;
+    /* The byte the peer offered for the iWARP probe (rkey 0: none); set
+     * once, under lock, when the parameters are agreed. */
+    uint64_t peer_probe_addr;
+    uint32_t peer_probe_rkey;
     int keepalive_posted;         /* under lock */
     uint64_t keepalive_posted_ns; /* under lock */
     uint64_t disconnect_deadline_ns; /* set (atomically) when it fails:
@@ -473,6 +490,7 @@ struct gfr_rdma_conn {
 
     unsigned long outstanding;
     int cm_done;      /* no CM event will come any more */
+    int stranded_flushed; /* CM thread: gfr_rdma_cq_flush_stranded ran */
     int reason;       /* for disconnected */
     /* A fault recorded before the QP was moved to the error state behind
      * conn->lock's back (rdma-async.c, rdma-device.c): the reason a flush
@@ -758,6 +776,8 @@ void gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n);
 void gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job);
 int gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns);
 void gfr_rdma_poller_broken(struct gfr_rdma_poller *p, const char *why);
+int gfr_rdma_poller_inject(struct gfr_rdma_poller *p, const struct ibv_wc *wcs, unsigned n);
+int gfr_rdma_poller_run_injected(struct gfr_rdma_poller *p);
 unsigned long gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p);
 int gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from);
 
@@ -777,6 +797,8 @@ void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
                              int signaled);
+uint32_t gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn);
+int gfr_rdma_conn_cut_off_locked(struct gfr_rdma_conn *conn);
 int gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx);
 unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
 void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
@@ -849,6 +871,7 @@ const char *gfr_rdma_rx_state_str(enum gfr_rx_state state);
 
 /* rdma-cq.c: work completions by kind */
 void gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
+void gfr_rdma_cq_flush_stranded(struct gfr_rdma_conn *conn);
 void gfr_rdma_cq_abandon_broken(struct gfr_rdma *engine);
 
 /* rdma-conn.c: a connection's setup, keepalives and end */

@@ -26,6 +26,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -149,14 +150,45 @@ gfr_rdma_poller_broken(struct gfr_rdma_poller *p, const char *why)
         gfr_rdma_log("poller %u: cannot wake the CM thread: %s", p->index, strerror(errno));
 }
 
+/* A completion made for the provider (gfr_rdma_poller_inject). */
+struct injected_wc {
+    struct cds_wfcq_node node;
+    struct ibv_wc wc;
+};
+
+/* Hands on the injected completions, as the CQ's own; how many.  Caller
+ * holds poll_lock (the queue's one consumer). */
+int
+gfr_rdma_poller_run_injected(struct gfr_rdma_poller *p)
+{
+    struct cds_wfcq_node *node;
+    int n = 0;
+
+    while ((node = __cds_wfcq_dequeue_nonblocking(&p->injected_head, &p->injected_tail)) != NULL &&
+           node != CDS_WFCQ_WOULDBLOCK) {
+        struct injected_wc *in = caa_container_of(node, struct injected_wc, node);
+
+        p->dev->engine->on_wc(p, &in->wc);
+        free(in);
+        n++;
+    }
+    return n;
+}
+
+/* One poll of the CQ (and what was injected), every completion handed
+ * on, then the deliveries they deferred run (dispatch=direct).  How many,
+ * or a negative count when the CQ broke. */
 static int
 poll_once(struct gfr_rdma_poller *p)
 {
     struct ibv_wc wcs[GFR_POLL_BATCH];
+    int injected = 0;
     int n;
 
     if (uatomic_read(&p->broken)) /* polled no more: wait_while_broken */
         return 0;
+    if (!cds_wfcq_empty(&p->injected_head, &p->injected_tail))
+        injected = gfr_rdma_poller_run_injected(p);
     n = ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
     POLLER_ADD(p, st_polls, 1);
     if (n == 0)
@@ -167,17 +199,17 @@ poll_once(struct gfr_rdma_poller *p)
         snprintf(why, sizeof(why), "ibv_poll_cq returned %d", n);
         gfr_rdma_poller_broken(p, why);
     }
-    if (n <= 0)
-        return n;
-    POLLER_ADD(p, st_completions, (uint64_t)n);
-    if (p->woke)
-        POLLER_ADD(p, st_reaped_after_sleep, (uint64_t)n);
-    for (int i = 0; i < n; i++)
-        p->dev->engine->on_wc(p, &wcs[i]);
-    p->woke = 0;
+    if (n > 0) {
+        POLLER_ADD(p, st_completions, (uint64_t)n);
+        if (p->woke)
+            POLLER_ADD(p, st_reaped_after_sleep, (uint64_t)n);
+        for (int i = 0; i < n; i++)
+            p->dev->engine->on_wc(p, &wcs[i]);
+        p->woke = 0;
+    }
     if (p->ndirect)
         run_direct(p);
-    return n;
+    return n < 0 ? n : n + injected;
 }
 
 /*
@@ -444,6 +476,39 @@ gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns)
 }
 
 /*
+ * Has p hand on n completions as if its CQ had given them, on its next
+ * poll: for work requests the provider will never complete (siw leaves
+ * one posted to a QP already in error in its ring), so that they go the
+ * one way every completion goes, serialized with the CQ's own.  The
+ * poller is kicked, so that one asleep polls at once.  Any thread (the CM
+ * thread).  0, or -ENOMEM with none injected.
+ */
+int
+gfr_rdma_poller_inject(struct gfr_rdma_poller *p, const struct ibv_wc *wcs, unsigned n)
+{
+    struct injected_wc **in = calloc(n ? n : 1, sizeof(*in));
+
+    if (!in)
+        return -ENOMEM;
+    for (unsigned i = 0; i < n; i++) {
+        in[i] = malloc(sizeof(*in[i]));
+        if (!in[i]) {
+            while (i--)
+                free(in[i]);
+            free(in);
+            return -ENOMEM;
+        }
+        cds_wfcq_node_init(&in[i]->node);
+        in[i]->wc = wcs[i];
+    }
+    for (unsigned i = 0; i < n; i++)
+        cds_wfcq_enqueue(&p->injected_head, &p->injected_tail, &in[i]->node);
+    free(in);
+    kick(p);
+    return 0;
+}
+
+/*
  * A pass over p's CQ: every completion in the CQ now is handed on before
  * gfr_rdma_poller_passed(p, the returned value) is true.  A poll that
  * finds the CQ empty counts (empty_polls); the second one after this began
@@ -494,8 +559,13 @@ gfr_rdma_poller_stop(struct gfr_rdma_poller *p)
             usleep(1000);
         }
     }
-    if (p->dev) /* its returns stack was initialised */
+    if (p->dev) { /* its queues were initialised */
+        struct cds_wfcq_node *node;
+
         gfr_rdma_pbuf_drain(p);
+        while ((node = __cds_wfcq_dequeue_blocking(&p->injected_head, &p->injected_tail)))
+            free(caa_container_of(node, struct injected_wc, node));
+    }
     if (p->cq)
         ibv_destroy_cq(p->cq);
     if (p->channel)
@@ -518,6 +588,7 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
     p->cq_size = cq_size;
     pthread_mutex_init(&p->poll_lock, NULL);
     __cds_wfcq_init(&p->pbuf_returns_head, &p->pbuf_returns_tail);
+    __cds_wfcq_init(&p->injected_head, &p->injected_tail);
     p->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (p->kick_fd < 0) {
         err = -errno;

@@ -258,6 +258,25 @@ gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
     }
 }
 
+/*
+ * The connection is closing, and not by our doing: the CM's DISCONNECTED,
+ * or a flush, came while it was still up.  With RDMA READs or WRITEs of
+ * ours in flight, the peer cut them off: it closed, or refused one, which
+ * an iWARP peer does with a TERMINATE that only the kernel log shows (siw:
+ * "got TERMINATE").  That is said, and the connection is to end as reset
+ * (-ECONNRESET); else it ends in order (0).  Caller holds conn->lock.
+ */
+int
+gfr_rdma_conn_cut_off_locked(struct gfr_rdma_conn *conn)
+{
+    if (conn->state != GFR_CONN_ESTABLISHED || !conn->rdma_inflight)
+        return 0;
+    gfr_rdma_conn_log(conn, "the connection closed under %u RDMA READ/WRITE of ours in flight "
+                      "(the peer closed it or refused one; an iWARP peer's TERMINATE shows "
+                      "only in the kernel log); disconnecting", conn->rdma_inflight);
+    return -ECONNRESET;
+}
+
 /* As gfr_rdma_conn_fail_locked, from any thread without the lock. */
 void
 gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
@@ -314,6 +333,18 @@ gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, int
 
     conn->sq_ring[at] = ctx;
     conn->sq_state[at] = signaled ? GFR_SQ_SIGNALED : 0;
+}
+
+/* How many send-queue work requests are posted and not yet seen complete.
+ * Caller holds conn->lock. */
+uint32_t
+gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn)
+{
+    uint32_t n = 0;
+
+    for (uint32_t pos = 0; pos < conn->sq_count; pos++)
+        n += !(conn->sq_state[(conn->sq_head + pos) % conn->sq_size] & GFR_SQ_DONE);
+    return n;
 }
 
 /* Has ctx an entry in the send-queue ring that is not done yet?  Caller

@@ -74,6 +74,7 @@ conn_info(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_info *info)
         info->queued++;
     info->offers = count_offers_locked(conn);
     info->rdma_inflight = conn->rdma_inflight;
+    info->send_queue = gfr_rdma_sq_outstanding_locked(conn);
     info->throttled = conn->credits.withheld;
     info->withheld = conn->credits.pending_grant;
     info->reason = conn->reason;

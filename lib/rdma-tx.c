@@ -271,8 +271,10 @@ gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
     retired = gfr_rdma_sq_retire_locked(conn, ctx);
     if (ctx->kind == GFR_WR_SEND)
         conn->free_slots[conn->nfree++] = ctx->slot;
-    else if (ctx->kind == GFR_WR_KEEPALIVE)
+    else if (ctx->kind == GFR_WR_KEEPALIVE) {
         conn->keepalive_posted = 0;
+        conn->stats.keepalives += (unsigned long)ok;
+    }
     gfr_rdma_flush_locked(conn);
     pthread_mutex_unlock(&conn->lock);
     gfr_rdma_sq_put(conn, retired);

@@ -64,7 +64,7 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
     json_str(out, c->device);
     fprintf(out,
             ",\"poller\":%u,\"credits\":{\"window\":%u,\"ours\":%u,\"theirs\":%u}"
-            ",\"queued\":%u,\"offers\":%u,\"rdma_inflight\":%u"
+            ",\"queued\":%u,\"offers\":%u,\"rdma_inflight\":%u,\"send_queue\":%u"
             ",\"throttle\":{\"on\":%s,\"times\":%lu,\"withheld\":%u}"
             ",\"messages\":{\"sent\":%lu,\"received\":%lu,\"credit_updates\":%lu,"
             "\"waited_for_credits\":%lu}"
@@ -74,7 +74,8 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
             ",\"registrations\":{\"count\":%lu,\"ns\":%lu}"
             ",\"errors\":{\"count\":%lu,\"reason\":%d,\"last\":",
             c->poller, c->credits_window, c->credits_ours, c->credits_theirs, c->queued,
-            c->offers, c->rdma_inflight, c->throttled ? "true" : "false", s->throttles,
+            c->offers, c->rdma_inflight, c->send_queue, c->throttled ? "true" : "false",
+            s->throttles,
             c->withheld, s->sent, s->received, s->credit_updates,
             s->queued_for_credits, s->bytes_sent, s->bytes_received, s->bulk_pulled,
             s->bulk_pushed, s->staged_bytes, s->rdma_reads, s->rdma_writes, s->bulk_offered, s->registrations,

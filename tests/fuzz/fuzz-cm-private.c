@@ -10,7 +10,8 @@
  * read again here, must give the same verdict and the same reject reason;
  * accepted parameters must encode back to the same 20 bytes (flags and
  * reserved aside) and negotiate, against this side's defaults, to values
- * no larger than either side's.
+ * no larger than either side's; the liveness probe (bytes 20-31) counts
+ * only when all 12 bytes came and its rkey is not 0.
  */
 #include "fuzz-common.h"
 #include "gfr_be.h"
@@ -66,6 +67,16 @@ check_accepted(const uint8_t *p, const struct gfr_cm_params *peer)
         disagree("negotiated parameters are not valid themselves");
 }
 
+static void
+check_probe(const uint8_t *p, size_t len, const struct gfr_cm_params *peer)
+{
+    uint32_t rkey = len >= 32 ? gfr_get_be32(p + 28) : 0;
+    uint64_t addr = rkey ? gfr_get_be64(p + 20) : 0;
+
+    if (peer->probe_rkey != rkey || peer->probe_addr != addr)
+        disagree("the probe decodes otherwise than docs/wire-protocol.md says");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -83,8 +94,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         disagree("return code and reject reason disagree");
     if (!strcmp(gfr_cm_reject_str(why), "unknown reject reason"))
         disagree("a reject reason without a sentence for the log");
-    if (rc == 0)
+    if (rc == 0) {
         check_accepted(pd, &peer);
+        check_probe(pd, size, &peer);
+    }
     free(pd);
     return 0;
 }

@@ -20,16 +20,50 @@ static const struct gfr_cm_params sample = {
 static void
 test_bytes_are_as_documented(void **state)
 {
-    static const uint8_t expect[20] = {
+    static const uint8_t expect[32] = {
         0x47, 0x46, 0x52, 0x31, 1, 0, 0, 128, /* magic, version, flags, credits */
         0, 0, 0x10, 0,                        /* inline_max 4096 */
         0, 0x40, 0, 0,                        /* max_msg 4 MiB */
         0, 16, 0, 0,                          /* max_segs, reserved */
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,   /* no probe offered */
     };
+    static const uint8_t probe[12] = {
+        0, 0, 0x7f, 0x12, 0x34, 0x56, 0x78, 0x40, /* address */
+        0xab, 0xcd, 0, 0x11,                      /* rkey */
+    };
+    struct gfr_cm_params with_probe = sample;
     uint8_t buf[64];
 
-    assert_int_equal(gfr_cm_encode(&sample, buf, sizeof(buf)), 20);
+    assert_int_equal(gfr_cm_encode(&sample, buf, sizeof(buf)), 32);
     assert_memory_equal(buf, expect, sizeof(expect));
+    with_probe.probe_addr = 0x7f1234567840ull;
+    with_probe.probe_rkey = 0xabcd0011u;
+    assert_int_equal(gfr_cm_encode(&with_probe, buf, sizeof(buf)), 32);
+    assert_memory_equal(buf, expect, 20);
+    assert_memory_equal(buf + 20, probe, sizeof(probe));
+}
+
+/* A peer from before the probe sends 20 bytes (iWARP's MPA carries them as
+ * they are) or 20 and the CM's zero padding (IB): it offers no probe. */
+static void
+test_a_peer_without_the_probe_offers_none(void **state)
+{
+    struct gfr_cm_params got, with_probe = sample;
+    enum gfr_cm_reject_reason why;
+    uint8_t buf[56];
+
+    with_probe.probe_addr = 0x1000;
+    with_probe.probe_rkey = 7;
+    assert_int_equal(gfr_cm_encode(&with_probe, buf, sizeof(buf)), 32);
+    assert_int_equal(gfr_cm_decode(buf, 20, &got, &why), 0);
+    assert_int_equal(got.probe_rkey, 0);
+    assert_int_equal(got.probe_addr, 0);
+    assert_int_equal(got.credits, 128);
+    memset(buf + 20, 0, sizeof(buf) - 20);
+    assert_int_equal(gfr_cm_decode(buf, sizeof(buf), &got, &why), 0);
+    assert_int_equal(got.probe_rkey, 0);
+    assert_int_equal(gfr_cm_decode(buf, 31, &got, &why), 0); /* a probe cut short */
+    assert_int_equal(got.probe_rkey, 0);
 }
 
 static void
@@ -39,14 +73,20 @@ test_round_trip_with_padding(void **state)
     enum gfr_cm_reject_reason why = GFR_CM_REJECT_PARAMS;
     uint8_t buf[56];
 
+    struct gfr_cm_params with_probe = sample;
+
     memset(buf, 0xee, sizeof(buf)); /* the CM pads to its own size */
-    assert_int_equal(gfr_cm_encode(&sample, buf, sizeof(buf)), 20);
+    with_probe.probe_addr = 0x7f0000001000ull;
+    with_probe.probe_rkey = 0x1234;
+    assert_int_equal(gfr_cm_encode(&with_probe, buf, sizeof(buf)), 32);
     assert_int_equal(gfr_cm_decode(buf, sizeof(buf), &got, &why), 0);
     assert_int_equal(why, GFR_CM_REJECT_NONE);
     assert_int_equal(got.credits, 128);
     assert_int_equal(got.inline_max, 4096);
     assert_int_equal(got.max_msg, 4 << 20);
     assert_int_equal(got.max_segs, 16);
+    assert_int_equal(got.probe_addr, 0x7f0000001000ull);
+    assert_int_equal(got.probe_rkey, 0x1234);
 }
 
 static void
@@ -77,7 +117,7 @@ expect_reject(const uint8_t *buf, size_t len, enum gfr_cm_reject_reason reason)
 static void
 test_incompatible_peers_rejected(void **state)
 {
-    uint8_t buf[20];
+    uint8_t buf[32];
 
     gfr_cm_encode(&sample, buf, sizeof(buf));
     expect_reject(NULL, 0, GFR_CM_REJECT_SHORT);
@@ -122,6 +162,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_are_as_documented),
         cmocka_unit_test(test_round_trip_with_padding),
+        cmocka_unit_test(test_a_peer_without_the_probe_offers_none),
         cmocka_unit_test(test_negotiation_takes_each_minimum),
         cmocka_unit_test(test_incompatible_peers_rejected),
         cmocka_unit_test(test_encode_refuses_what_decode_would_reject),

@@ -615,9 +615,9 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     opts.receive_queue = rnd(run) % 2 ? GFR_RQ_SRQ : GFR_RQ_PER_CONN;
     opts.credits = rnd(run) % 2 ? 64 : 4 + (uint32_t)(rnd(run) % 12);
     opts.connect_timeout_ms = 5000;
-    /* Half the seeds probe every 5 ms, so that probes (a zero-length WRITE;
-     * none on iWARP) meet the traffic and the faults; drawn apart from the
-     * stream above, which stays as it was. */
+    /* Half the seeds probe every 5 ms, so that probes (a zero-length WRITE,
+     * on iWARP a READ of the byte the peer offered) meet the traffic and
+     * the faults; drawn apart from the stream above, which stays as it was. */
     if ((seed * 0x9e3779b97f4a7c15ULL) >> 63)
         opts.keepalive_ms = 5;
     assert_int_equal(model_start(profile, seed, &plan, disconnect_one, run), 0);

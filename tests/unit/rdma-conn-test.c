@@ -150,12 +150,17 @@ test_the_peer_starts_from_the_agreed_window(void **state)
 
 /* The keepalive probe: a zero-length RDMA WRITE where the adapter's
  * acknowledgement proves the peer alive (InfiniBand, RoCE).  On iWARP a
- * WRITE proves nothing and siw mishandles the zero-length READ that
- * would: no probe there (TCP finds a silent peer). */
+ * WRITE proves nothing and siw mishandles a zero-length READ: there the
+ * probe reads the one byte the peer offered for it, into the device's
+ * sink, registered with the remote write an iWARP sink needs; a peer that
+ * offered none is not probed (TCP finds a silent one). */
 static void
 test_the_keepalive_probe_only_where_it_proves_the_peer_alive(void **state)
 {
     struct gfr_rdma_conn *conn;
+    uint8_t sink[8];
+    struct ibv_mr *sink_mr;
+    struct ibv_pd pd = {.context = &fake_ctx};
 
     (void)state;
     test_conn_reset();
@@ -168,11 +173,29 @@ test_the_keepalive_probe_only_where_it_proves_the_peer_alive(void **state)
 
     test_conn_reset();
     test_dev.iwarp = 1;
+    sink_mr = ibv_reg_mr(&pd, sink, sizeof(sink),
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    assert_non_null(sink_mr);
+    test_dev.probe_sink_mr = sink_mr;
     conn = test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
-    gfr_rdma_conn_keepalive(conn);
+    gfr_rdma_conn_keepalive(conn); /* the peer offered no byte */
     assert_int_equal(fake_verbs.posts, 0);
     assert_int_equal(conn->state, GFR_CONN_ESTABLISHED);
+    conn->peer_probe_addr = 0x7f0000004000ull;
+    conn->peer_probe_rkey = 0x99;
+    gfr_rdma_conn_keepalive(conn);
+    assert_int_equal(fake_verbs.posts, 1);
+    assert_int_equal(fake_verbs.sent[0].opcode, IBV_WR_RDMA_READ);
+    assert_int_equal(fake_verbs.sent[0].wr.rdma.remote_addr, 0x7f0000004000ull);
+    assert_int_equal(fake_verbs.sent[0].wr.rdma.rkey, 0x99);
+    assert_int_equal(fake_verbs.sent[0].num_sge, 1);
+    assert_int_equal(fake_verbs.sent_sge[0].length, 1);
+    assert_int_equal(fake_verbs.sent_sge[0].lkey, sink_mr->lkey);
+    assert_int_equal(fake_verbs.access_of[sink_mr->lkey],
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    assert_true(fake_verbs.sent[0].send_flags & IBV_SEND_SIGNALED);
     test_conn_free(conn);
+    ibv_dereg_mr(sink_mr);
 }
 
 /*

@@ -4,7 +4,8 @@
  * traced to its connection by QP number and checked against what that
  * connection posted before its wr_id is followed, so a provider's
  * duplicate completion (siw flushes a READ it has queued but not started
- * twice) or a late one changes nothing and is said.
+ * twice) or a late one changes nothing and is said; and what a failed one
+ * ends its connection with.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -42,8 +45,15 @@ make_conn(void)
     test_engine.opts.rdma_depth = 4;
     conn = test_conn_new(NULL, 8, GFR_CONN_ESTABLISHED);
     test_conn_find_by_qp(conn, QP_NUM);
+    if (poller.kick_fd > 0)
+        close(poller.kick_fd);
     memset(&poller, 0, sizeof(poller));
     poller.dev = &test_dev;
+    poller.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    assert_true(poller.kick_fd > 0);
+    __cds_wfcq_init(&poller.injected_head, &poller.injected_tail);
+    conn->poller = &poller;
+    test_engine.on_wc = gfr_rdma_cq_complete;
     logged[0] = 0;
     gfr_rdma_set_log(capture_log, NULL);
     return conn;
@@ -62,6 +72,24 @@ complete(uint64_t wr_id, enum ibv_wc_status status, uint32_t qp_num)
     struct ibv_wc wc = {.wr_id = wr_id, .status = status, .qp_num = qp_num};
 
     gfr_rdma_cq_complete(&poller, &wc);
+}
+
+/* A SEND of conn's, signaled and posted; its wr_id. */
+static uint64_t
+post_send(struct gfr_rdma_conn *conn)
+{
+    struct ibv_sge sge = {0};
+    struct ibv_send_wr wr = {.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+                             .sg_list = &sge, .num_sge = 1};
+    struct gfr_rdma_wr *ctx;
+
+    pthread_mutex_lock(&conn->lock);
+    ctx = &conn->send_wr[conn->free_slots[--conn->nfree]];
+    ctx->kind = GFR_WR_SEND;
+    wr.wr_id = (uintptr_t)ctx;
+    assert_int_equal(gfr_rdma_qp_post_locked(conn, ctx, &wr), 0);
+    pthread_mutex_unlock(&conn->lock);
+    return wr.wr_id;
 }
 
 /* siw, at a close: a READ in its ORQ that had not started is flushed from
@@ -104,30 +132,109 @@ static void
 test_a_send_completed_twice_frees_its_slot_once(void **state)
 {
     struct gfr_rdma_conn *conn = make_conn();
-    struct gfr_rdma_wr *ctx;
-    uint32_t free_before;
-    unsigned refs;
-    struct ibv_sge sge = {0};
-    struct ibv_send_wr wr = {.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
-                             .sg_list = &sge, .num_sge = 1};
+    uint64_t wr_id = post_send(conn);
+    uint32_t free_before = conn->nfree;
+    unsigned refs = conn->outstanding;
 
     (void)state;
-    pthread_mutex_lock(&conn->lock);
-    ctx = &conn->send_wr[conn->free_slots[--conn->nfree]];
-    ctx->kind = GFR_WR_SEND;
-    wr.wr_id = (uintptr_t)ctx;
-    assert_int_equal(gfr_rdma_qp_post_locked(conn, ctx, &wr), 0);
-    free_before = conn->nfree;
-    pthread_mutex_unlock(&conn->lock);
-    refs = conn->outstanding;
-    complete(wr.wr_id, IBV_WC_SUCCESS, QP_NUM);
+    complete(wr_id, IBV_WC_SUCCESS, QP_NUM);
     assert_int_equal(conn->nfree, free_before + 1);
     assert_int_equal(conn->outstanding, refs - 1);
-    complete(wr.wr_id, IBV_WC_SUCCESS, QP_NUM);
+    complete(wr_id, IBV_WC_SUCCESS, QP_NUM);
     assert_int_equal(conn->nfree, free_before + 1);
     assert_int_equal(conn->outstanding, refs - 1);
     assert_non_null(strstr(logged, "QP 33 completed a work request that is not posted "
                                    "(success): a duplicate completion; ignored"));
+    free_conn(conn);
+}
+
+/* siw completes a SEND whose TCP stream the peer's close or reset cut off
+ * (even one already handed to TCP) with a local QP operation error: on
+ * iWARP the connection ends as reset, which a server expects of a client
+ * that goes away; elsewhere that status is a fault. */
+static void
+test_on_iwarp_a_broken_stream_ends_the_connection_as_reset(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    complete(post_send(conn), IBV_WC_LOC_QP_OP_ERR, QP_NUM);
+    assert_int_equal(conn->reason, -EIO);
+    assert_null(strstr(logged, "on iWARP"));
+    free_conn(conn);
+
+    conn = make_conn();
+    test_dev.iwarp = 1;
+    complete(post_send(conn), IBV_WC_LOC_QP_OP_ERR, QP_NUM);
+    assert_int_equal(conn->reason, -ECONNRESET);
+    assert_non_null(strstr(logged, "a SEND work request failed: local QP operation error "
+                                   "(vendor error 0): on iWARP, the TCP connection under the "
+                                   "QP closed or was reset; disconnecting"));
+    free_conn(conn);
+}
+
+/* siw leaves a work request posted to a QP already in error (its peer
+ * closed) in its ring, where no flush reaches it.  Once the connection's
+ * CM side is done and connect-timeout-ms has passed, what it still has
+ * posted is completed as flushed by its poller: the reference goes, and
+ * the connection can be freed.  Once: a second call finds nothing. */
+static void
+test_work_the_provider_never_completes_is_flushed_by_the_poller(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    unsigned refs;
+
+    (void)state;
+    post_send(conn);
+    refs = conn->outstanding;
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_fail_locked(conn, 0);
+    pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_cq_flush_stranded(conn);
+    assert_true(conn->stranded_flushed);
+    assert_non_null(strstr(logged, "QP 33: 1 work request(s) not completed 5000 ms after the "
+                                   "connection failed, its QP in the error state: the "
+                                   "provider will not complete them; completing them as "
+                                   "flushed"));
+    assert_int_equal(conn->outstanding, refs); /* the poller has not run yet */
+    gfr_rdma_poller_run_injected(&poller);
+    assert_int_equal(conn->outstanding, refs - 1);
+    assert_int_equal(gfr_rdma_sq_outstanding_locked(conn), 0);
+
+    logged[0] = 0;
+    gfr_rdma_cq_flush_stranded(conn);
+    gfr_rdma_poller_run_injected(&poller);
+    assert_int_equal(conn->outstanding, refs - 1);
+    assert_string_equal(logged, "");
+    free_conn(conn);
+}
+
+/* A flush while the connection is still up: the QP went to error by the
+ * peer's doing.  With READs of ours in flight the peer cut them off (an
+ * iWARP peer refuses a READ with a TERMINATE that only the kernel log
+ * shows): said, and the connection ends as reset.  With none it ends in
+ * order, the QP's error said. */
+static void
+test_a_flush_under_reads_in_flight_ends_the_connection_as_reset(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+
+    (void)state;
+    test_conn_start_pull(conn, 2);
+    complete(fake_verbs.sent[0].wr_id, IBV_WC_WR_FLUSH_ERR, QP_NUM);
+    assert_int_equal(conn->reason, -ECONNRESET);
+    assert_non_null(strstr(logged, "the connection closed under 2 RDMA READ/WRITE of ours in "
+                                   "flight (the peer closed it or refused one; an iWARP peer's "
+                                   "TERMINATE shows only in the kernel log); disconnecting"));
+    complete(fake_verbs.sent[1].wr_id, IBV_WC_WR_FLUSH_ERR, QP_NUM);
+    assert_int_equal(test_pulls_finished, 1);
+    free_conn(conn);
+
+    conn = make_conn();
+    complete(post_send(conn), IBV_WC_WR_FLUSH_ERR, QP_NUM);
+    assert_int_equal(conn->reason, 0);
+    assert_non_null(strstr(logged, "QP 33 went to the error state with no error completion of "
+                                   "ours"));
     free_conn(conn);
 }
 
@@ -191,6 +298,9 @@ main(void)
         cmocka_unit_test(test_a_send_completed_twice_frees_its_slot_once),
         cmocka_unit_test(test_a_completion_of_an_unknown_qp_is_never_followed),
         cmocka_unit_test(test_a_shared_buffer_completed_twice_is_not_reposted),
+        cmocka_unit_test(test_on_iwarp_a_broken_stream_ends_the_connection_as_reset),
+        cmocka_unit_test(test_work_the_provider_never_completes_is_flushed_by_the_poller),
+        cmocka_unit_test(test_a_flush_under_reads_in_flight_ends_the_connection_as_reset),
     };
 
     return cmocka_run_group_tests_name("rdma-cq", tests, NULL, NULL);

@@ -476,6 +476,26 @@ test_a_cq_pass_hands_on_what_was_in_the_cq(void **state)
     stop();
 }
 
+/* Completions injected for work requests the provider will never complete
+ * are handed on by the poller, as the CQ's own, in order: a poller asleep
+ * with no event is kicked awake for them. */
+static void
+test_injected_completions_are_handed_on_by_the_poller(void **state)
+{
+    struct ibv_wc made[2] = {{.wr_id = 7, .status = IBV_WC_WR_FLUSH_ERR},
+                             {.wr_id = 8, .status = IBV_WC_WR_FLUSH_ERR}};
+    int first, second;
+
+    (void)state;
+    start(GFR_POLL_EVENT);
+    WAIT_UNTIL(uatomic_read(&poller.asleep));
+    assert_int_equal(gfr_rdma_poller_inject(&poller, made, 2), 0);
+    second = wait_for_event_named("w8");
+    first = wait_for_event_named("w7");
+    assert_true(first >= 0 && first < second);
+    stop();
+}
+
 /* A poll that fails means the CQ is broken: the poller says so, wakes the
  * CM thread (which ends the connections on it), stops polling and lets go
  * of poll_lock, and takes no new connection. */
@@ -539,6 +559,7 @@ main(void)
         cmocka_unit_test(test_a_sender_kicks_a_sleeping_poller),
         cmocka_unit_test(test_cqs_spread_over_completion_vectors),
         cmocka_unit_test(test_a_cq_pass_hands_on_what_was_in_the_cq),
+        cmocka_unit_test(test_injected_completions_are_handed_on_by_the_poller),
         cmocka_unit_test(test_a_broken_cq_is_reported_and_polled_no_more),
     };
 

@@ -168,11 +168,11 @@ test_completions_out_of_order_retire_each_entry_once(void **state)
 }
 
 /* Completions out of order leave done entries behind an undone head (siw
- * answers an RDMA READ after SENDs posted behind it, and those SENDs'
- * slots are free again meanwhile): the ring must take a new work request
- * without overwriting the head.  Before, the push wrapped onto the READ's
- * entry, whose completion then matched nothing (seen on siw with the READ
- * probe of branch wip/iwarp-probe every 20 ms). */
+ * answers an RDMA READ, a pull's or the keepalive's, after SENDs posted
+ * behind it, and those SENDs' slots are free again meanwhile): the ring
+ * must take a new work request without overwriting the head.  Before, the
+ * push wrapped onto the READ's entry, whose completion then matched
+ * nothing (seen on siw with a probe every 20 ms). */
 static void
 test_a_full_ring_of_done_entries_keeps_its_head(void **state)
 {
