@@ -110,18 +110,55 @@ pair_cleanup() {
 	rm -rf "$pair_dir"
 }
 
+# pair_stuck NAME PID...: says where each process is stuck: every thread's
+# kernel wait channel and stack top (a hang inside the provider shows
+# there), the QPs the kernel still has, and the kernel's last words.
+pair_stuck() {
+	local name=$1 pid task
+	shift
+	for pid in "$@"; do
+		[ -d "/proc/$pid" ] || continue
+		echo "$name: process $pid ($(cat "/proc/$pid/comm" 2>/dev/null)) is stuck; its threads:"
+		for task in /proc/"$pid"/task/*; do
+			echo "  $(cat "$task/comm" 2>/dev/null) $(cat "$task/wchan" 2>/dev/null)" \
+				"$(head -n 3 "$task/stack" 2>/dev/null | awk '{ printf "%s ", $2 }')"
+		done
+	done
+	echo "$name: QPs the kernel still has:"
+	rdma resource show qp 2>&1 | head -n 20
+	echo "$name: the kernel's last messages:"
+	dmesg | tail -n 15
+}
+
+# wait_bounded PID SECONDS: waits for the child PID to end, at most SECONDS;
+# its exit status, or 124 when it is still running.  (An ended child stays
+# a zombie until waited for: its state, not its existence, says it ended.)
+wait_bounded() {
+	local pid=$1 i state
+	for ((i = 0; i < $2 * 2; i++)); do
+		state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+		if [ -z "$state" ] || [ "$state" = Z ]; then
+			wait "$pid"
+			return
+		fi
+		sleep 0.5
+	done
+	return 124
+}
+
 # run_pair [--client-status N] [--kill-server] NAME SECONDS SERVER... -- CLIENT...
 # The engine tests' and benchmarks' one way to run a server and a client:
 # starts SERVER (its output in $pair_dir/server) and waits until it says
-# "listening" (60 s), runs CLIENT under a timeout of SECONDS (its output in
-# $pair_dir/client), then waits for the server to end, or kills it with
-# --kill-server (a server that serves on and on, or that is refused).
-# The client must exit 0, or N with --client-status.  On a failure both
-# logs are printed, then a line that starts with NAME and says what
-# failed; returns 1.  The logs stay until the next run_pair.  After
-# pair_init.
+# "listening" (60 s), runs CLIENT for at most SECONDS (its output in
+# $pair_dir/client), then waits for the server to end, for at most SECONDS
+# again, or kills it with --kill-server (a server that serves on and on, or
+# that is refused).  A process that overstays is killed after pair_stuck
+# has said where it hung.  The client must exit 0, or N with
+# --client-status.  On a failure both logs are printed, then a line that
+# starts with NAME and says what failed; returns 1.  The logs stay until
+# the next run_pair.  After pair_init.
 run_pair() {
-	local want=0 kill_server=0 name limit rc
+	local want=0 kill_server=0 name limit rc client
 	local -a server_cmd=() client_cmd=()
 	while :; do
 		case "$1" in
@@ -142,14 +179,26 @@ run_pair() {
 		echo "$name: the server did not listen: ${server_cmd[*]}"
 		return 1
 	fi
-	timeout "$limit" "${client_cmd[@]}" >"$pair_dir/client" 2>&1
+	"${client_cmd[@]}" >"$pair_dir/client" 2>&1 &
+	client=$!
+	wait_bounded "$client" "$limit"
 	rc=$?
-	if [ "$kill_server" = 1 ]; then
+	if [ "$rc" = 124 ]; then
+		pair_stuck "$name" "$client" "$pair_server"
+		kill -9 "$client" 2>/dev/null
+		wait "$client" 2>/dev/null
+	fi
+	# A client that timed out may have left the server waiting for
+	# connections that never end: stop it, so that both logs are shown.
+	if [ "$kill_server" = 1 ] || [ "$rc" = 124 ]; then
 		kill "$pair_server" 2>/dev/null
 		wait "$pair_server" 2>/dev/null
-	elif ! wait "$pair_server"; then
+	elif ! wait_bounded "$pair_server" "$limit"; then
+		[ -d "/proc/$pair_server" ] && pair_stuck "$name" "$pair_server"
+		kill -9 "$pair_server" 2>/dev/null
+		wait "$pair_server" 2>/dev/null
 		cat "$pair_dir/client" "$pair_dir/server"
-		echo "$name: the server failed: ${server_cmd[*]}"
+		echo "$name: the server failed or did not end within $limit s: ${server_cmd[*]}"
 		return 1
 	fi
 	pair_server=

@@ -57,10 +57,11 @@ honest=$!
 
 test_name=t-engine-hostile
 # hostile CASE PORT LOG-PATTERN: runs one violation; the server's log must
-# gain a line matching the pattern that names the hostile peer's address
-# (a server has many peers; the flood aside).  The hostile peer stays to the end and
-# answers its CM, so the server must end the connection by itself, not
-# at a connect-timeout-ms deadline (except in the flood, which abandons
+# gain a line matching the pattern (none when it is "-") that names the
+# hostile peer's address (a server has many peers; the flood aside).  The
+# hostile peer stays to the end and answers its CM, so the server must end
+# the connection by itself (hostile-peer waits for that), not at a
+# connect-timeout-ms deadline (except in the flood, which abandons
 # handshakes).  GFR_HOSTILE_CASES="CASE..." runs only those.
 deadline='did not answer the disconnect|failed during its handshake'
 hostile() {
@@ -82,6 +83,10 @@ hostile() {
 		fail "$case (hostile-peer exit $rc)"
 		return
 	fi
+	if [ "$3" = - ]; then
+		echo "t-engine-hostile: $case: ended by the server, no reason to be logged on this provider"
+		return
+	fi
 	for ((i = 0; i < 100; i++)); do
 		[ "$(grep -c -E -- "$pattern" "$log")" -gt "$before" ] && break
 		sleep 0.1
@@ -99,10 +104,18 @@ hostile() {
 
 violation='peer broke the protocol'
 hostile oversize $echo_port 'a receive work request failed'
-hostile bad-rkey $echo_port 'an RDMA READ/WRITE work request failed'
-hostile bad-offset $echo_port 'an RDMA READ/WRITE work request failed'
-hostile bad-length $echo_port 'an RDMA READ/WRITE work request failed'
-hostile bad-write-rkey $rr_port 'an RDMA READ/WRITE work request failed'
+# An iWARP peer refuses an RDMA READ or WRITE with a TERMINATE, which only
+# the kernel log shows: the server sees its connection close under it.
+refused='an RDMA READ/WRITE work request failed|the connection closed under [0-9]+ RDMA READ/WRITE of ours in flight'
+hostile bad-rkey $echo_port "$refused"
+hostile bad-offset $echo_port "$refused"
+hostile bad-length $echo_port "$refused"
+# An iWARP RDMA WRITE completes at its sender once TCP has taken it, so a
+# peer's refusal of one (its TERMINATE) reaches the server, if the WRITE
+# completed, only as the close that follows: no reason to log.
+refused_write=$refused
+grep -q RNIC "/sys/class/infiniband/$fabric_dev0/node_type" && refused_write=-
+hostile bad-write-rkey $rr_port "$refused_write"
 hostile too-many-segments $echo_port "$violation \(more segments than negotiated\)"
 hostile read-len-mismatch $echo_port "$violation \(read segments do not add up to read_len\)"
 hostile too-large $echo_port "$violation \(message larger than negotiated\)"
@@ -114,7 +127,9 @@ hostile truncated $echo_port "$violation \(message shorter than the header\)"
 hostile short-payload $echo_port "$violation \(length does not match the header\)"
 hostile stray-done $echo_port "$violation \(DONE or ERROR for a message that offered no read list\)"
 hostile stray-reply $echo_port "$violation \(reply claims more written bytes"
-hostile pdata-none $echo_port 'peer is not a glusterfs-rdma peer'
+# The IB CM pads absent private data with zeros (a bad magic); iWARP's MPA
+# carries none at all (too short).
+hostile pdata-none $echo_port 'peer is not a glusterfs-rdma peer|connection private data missing or shorter than 20 bytes'
 hostile pdata-version $echo_port 'peer speaks another'
 hostile pdata-magic $echo_port 'peer is not a glusterfs-rdma peer'
 hostile pdata-credits $echo_port 'peer.s connection parameters out of range'
@@ -128,6 +143,13 @@ hostile early-violation $echo_port "$violation \(unknown message type\)"
 flood() {
 	local runs_before long rc i
 	[ -z "${GFR_HOSTILE_CASES:-}" ] || [[ " $GFR_HOSTILE_CASES " == *" flood "* ]] || return 0
+	# siw gives one process room for only some dozens of connections (its
+	# 65th connect fails with ENOSPC): too few to take every connection a
+	# server has room for, which is what the flood is for.
+	if grep -q RNIC "/sys/class/infiniband/$fabric_dev1/node_type"; then
+		echo "t-engine-hostile: flood: skipped on iWARP: siw refuses this process's 65th connection (ENOSPC), too few to fill the server"
+		return 0
+	fi
 	touch "$dir/pause"
 	for ((i = 0; i < 600; i++)); do
 		[ -e "$dir/paused" ] && break
