@@ -20,14 +20,16 @@
 
 #include <netinet/in.h>
 
+/* This side's connection parameters, offering no probe byte (the CM
+ * side adds its device's, when it has one: every field is set). */
 void
 gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
                            struct gfr_cm_params *params)
 {
-    params->credits = (uint16_t)engine->opts.credits;
-    params->inline_max = engine->opts.inline_max;
-    params->max_msg = engine->opts.max_msg;
-    params->max_segs = GFR_WIRE_MAX_SEGS;
+    *params = (struct gfr_cm_params){.credits = (uint16_t)engine->opts.credits,
+                                     .inline_max = engine->opts.inline_max,
+                                     .max_msg = engine->opts.max_msg,
+                                     .max_segs = GFR_WIRE_MAX_SEGS};
 }
 
 /* A connection on engine->conns, named after peer (NULL when unknown) in
