@@ -84,7 +84,7 @@ hostile() {
 		return
 	fi
 	if [ "$3" = - ]; then
-		echo "t-engine-hostile: $case: ended by the server, no reason to be logged on this provider"
+		echo "t-engine-hostile: $case: ended by the server (no log line required on this provider)"
 		return
 	fi
 	for ((i = 0; i < 100; i++)); do
@@ -120,7 +120,14 @@ hostile too-many-segments $echo_port "$violation \(more segments than negotiated
 hostile read-len-mismatch $echo_port "$violation \(read segments do not add up to read_len\)"
 hostile too-large $echo_port "$violation \(message larger than negotiated\)"
 hostile credit-overflow $echo_port "$violation \(peer sent without a credit, or granted more"
-hostile credit-overrun $echo_port "$violation \(peer sent without a credit, or granted more"
+# iWARP has no RNR: a SEND beyond the credits that finds no receive buffer
+# makes the server's RNIC end the connection before the engine sees the
+# violation (its QP fails, said against the device), where one that finds
+# a spare buffer of the shared queue is caught as a violation: which comes
+# first is a race, so on iWARP only the end is asked for.
+overrun="$violation \(peer sent without a credit, or granted more"
+grep -q RNIC "/sys/class/infiniband/$fabric_dev0/node_type" && overrun=-
+hostile credit-overrun $echo_port "$overrun"
 hostile unknown-type $echo_port "$violation \(unknown message type\)"
 hostile bad-version $echo_port "$violation \(unknown protocol version\)"
 hostile truncated $echo_port "$violation \(message shorter than the header\)"
