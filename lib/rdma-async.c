@@ -168,23 +168,21 @@ handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv
         gfr_rdma_dev_removed(engine, dev->verbs);
         break;
     case IBV_EVENT_QP_FATAL:
-        /* On iWARP the QP's TCP stream broke: siw raises it with the
-         * completion of a work request that the peer's close or reset cut
-         * off (rdma-cq.c failure_reason), and the two reach us in either
-         * order, so both end the connection as reset. */
-        n = end_conns(engine, has_qp, ev->element.qp, dev->iwarp ? -ECONNRESET : -EIO);
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR: {
+        /* On iWARP a fatal QP means its TCP stream broke: siw raises it
+         * with the completion of a work request that the peer's close or
+         * reset cut off (rdma-cq.c failure_reason), and the two reach us
+         * in either order, so both end the connection as reset. */
+        int reset = ev->event_type == IBV_EVENT_QP_FATAL && dev->iwarp;
+
+        n = end_conns(engine, has_qp, ev->element.qp, reset ? -ECONNRESET : -EIO);
         if (n)
             gfr_rdma_log("%s: %s on QP %u: its connection disconnected%s", name,
                          ibv_event_type_str(ev->event_type), ev->element.qp->qp_num,
-                         dev->iwarp ? " (on iWARP: the TCP connection under it broke)" : "");
+                         reset ? " (on iWARP: the TCP connection under it broke)" : "");
         break;
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-        n = end_conns(engine, has_qp, ev->element.qp, -EIO);
-        if (n)
-            gfr_rdma_log("%s: %s on QP %u: its connection disconnected", name,
-                         ibv_event_type_str(ev->event_type), ev->element.qp->qp_num);
-        break;
+    }
     case IBV_EVENT_CQ_ERR:
         for (unsigned i = 0; i < dev->npollers; i++)
             if (dev->pollers[i].cq == ev->element.cq)

@@ -19,7 +19,7 @@
  * A flushed completion: the reason its connection ends with.  While the
  * connection is still up, the QP went to the error state without an
  * error completion of ours (the peer's close, the provider's responder
- * side, or the CM): when that cut RDMA READs or WRITEs of ours off, the
+ * side, or the CM): when that cut RDMA READs of ours off, the
  * connection ends as reset (gfr_rdma_conn_cut_off_locked); otherwise this
  * says so, with what the QP reports, and it ends in order.
  */
@@ -239,7 +239,7 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
  * The work requests conn has posted and not seen complete, as flushed
  * completions: its send-queue entries in the order they were posted (each
  * retires itself), then its own posted receives.  *wcs is the caller's to
- * free.  Takes conn->lock.  The count, or -ENOMEM.
+ * free (NULL on -ENOMEM).  Takes conn->lock.  The count, or -ENOMEM.
  */
 static int
 unfinished_as_flushed(struct gfr_rdma_conn *conn, struct ibv_wc **wcs)
@@ -284,8 +284,7 @@ complete_as_flushed(struct gfr_rdma_poller *p, struct gfr_rdma_conn *conn)
 
     for (int i = 0; i < n; i++)
         gfr_rdma_cq_complete(p, &wcs[i]);
-    if (n >= 0)
-        free(wcs);
+    free(wcs);
     return n < 0 ? n : 0;
 }
 
@@ -308,8 +307,7 @@ gfr_rdma_cq_flush_stranded(struct gfr_rdma_conn *conn)
     conn->stranded_flushed = 1;
     n = unfinished_as_flushed(conn, &wcs);
     if (n <= 0) {
-        if (n == 0)
-            free(wcs);
+        free(wcs);
         return;
     }
     gfr_rdma_conn_log(conn, "QP %u: %d work request(s) not completed %u ms after the "

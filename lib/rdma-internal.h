@@ -449,6 +449,7 @@ struct gfr_rdma_conn {
     struct cds_list_head peer_wl[GFR_RDMA_XID_BUCKETS];
     struct cds_list_head xfers;
     uint32_t rdma_inflight;
+    uint32_t reads_inflight; /* of those, READs (pulls), under lock */
     struct cds_list_head retired; /* struct gfr_rdma_retired, oldest first */
     struct gfr_rdma_sbuf *sbuf_free[GFR_SBUF_KINDS][GFR_BUF_CLASSES]; /* staging buffers kept */
     unsigned sbuf_nfree[GFR_SBUF_KINDS][GFR_BUF_CLASSES];

@@ -260,20 +260,23 @@ gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
 
 /*
  * The connection is closing, and not by our doing: the CM's DISCONNECTED,
- * or a flush, came while it was still up.  With RDMA READs or WRITEs of
- * ours in flight, the peer cut them off: it closed, or refused one, which
- * an iWARP peer does with a TERMINATE that only the kernel log shows (siw:
- * "got TERMINATE").  That is said, and the connection is to end as reset
- * (-ECONNRESET); else it ends in order (0).  Caller holds conn->lock.
+ * or a flush, came while it was still up.  With RDMA READs of ours in
+ * flight, the peer cut them off: it closed before we had pulled what it
+ * offered, or refused a READ, which an iWARP peer does with a TERMINATE
+ * that only the kernel log shows (siw: "got TERMINATE").  That is said,
+ * and the connection is to end as reset (-ECONNRESET); else it ends in
+ * order (0).  A WRITE in flight proves nothing: its data may have arrived
+ * before its completion did (on iWARP it completes once TCP has it), and
+ * the peer's orderly close can follow.  Caller holds conn->lock.
  */
 int
 gfr_rdma_conn_cut_off_locked(struct gfr_rdma_conn *conn)
 {
-    if (conn->state != GFR_CONN_ESTABLISHED || !conn->rdma_inflight)
+    if (conn->state != GFR_CONN_ESTABLISHED || !conn->reads_inflight)
         return 0;
-    gfr_rdma_conn_log(conn, "the connection closed under %u RDMA READ/WRITE of ours in flight "
+    gfr_rdma_conn_log(conn, "the connection closed under %u RDMA READ(s) of ours in flight "
                       "(the peer closed it or refused one; an iWARP peer's TERMINATE shows "
-                      "only in the kernel log); disconnecting", conn->rdma_inflight);
+                      "only in the kernel log); disconnecting", conn->reads_inflight);
     return -ECONNRESET;
 }
 
@@ -347,18 +350,29 @@ gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn)
     return n;
 }
 
-/* Has ctx an entry in the send-queue ring that is not done yet?  Caller
- * holds conn->lock; ctx is compared, never read. */
-int
-gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx)
+/* The position (from the ring's head) of ctx's oldest entry that is not
+ * done yet, or sq_count when it has none.  ctx is compared, never read.
+ * Caller holds conn->lock. */
+static uint32_t
+sq_find_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx)
 {
-    for (uint32_t pos = 0; pos < conn->sq_count; pos++) {
+    uint32_t pos;
+
+    for (pos = 0; pos < conn->sq_count; pos++) {
         uint32_t at = (conn->sq_head + pos) % conn->sq_size;
 
         if (conn->sq_ring[at] == ctx && !(conn->sq_state[at] & GFR_SQ_DONE))
-            return 1;
+            break;
     }
-    return 0;
+    return pos;
+}
+
+/* Has ctx an entry in the send-queue ring that is not done yet?  Caller
+ * holds conn->lock. */
+int
+gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx)
+{
+    return sq_find_locked(conn, ctx) < conn->sq_count;
 }
 
 /*
@@ -376,14 +390,8 @@ unsigned
 gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx)
 {
     unsigned earlier = 0;
-    uint32_t pos;
+    uint32_t pos = sq_find_locked(conn, ctx);
 
-    for (pos = 0; pos < conn->sq_count; pos++) {
-        uint32_t at = (conn->sq_head + pos) % conn->sq_size;
-
-        if (conn->sq_ring[at] == ctx && !(conn->sq_state[at] & GFR_SQ_DONE))
-            break;
-    }
     if (pos == conn->sq_count) {
         gfr_rdma_conn_log(conn, "a send-queue completion (work request kind %u) matches no "
                           "posted work request (%u in the ring)", ctx->kind, conn->sq_count);

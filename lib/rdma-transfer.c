@@ -91,6 +91,7 @@ gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
         }
         x->inflight++;
         conn->rdma_inflight++;
+        conn->reads_inflight += (uint32_t)x->is_pull;
         if (x->is_pull)
             conn->stats.rdma_reads++;
         else
@@ -127,6 +128,7 @@ gfr_rdma_xfer_complete(struct gfr_rdma_wr *ctx, int ok)
     retired = gfr_rdma_sq_retire_locked(conn, ctx);
     x->inflight--;
     conn->rdma_inflight--;
+    conn->reads_inflight -= (uint32_t)x->is_pull;
     if (!ok)
         x->failed = 1;
     finished = x->state == GFR_XFER_DRAINING && x->inflight == 0;

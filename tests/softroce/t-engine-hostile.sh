@@ -106,7 +106,7 @@ violation='peer broke the protocol'
 hostile oversize $echo_port 'a receive work request failed'
 # An iWARP peer refuses an RDMA READ or WRITE with a TERMINATE, which only
 # the kernel log shows: the server sees its connection close under it.
-refused='an RDMA READ/WRITE work request failed|the connection closed under [0-9]+ RDMA READ/WRITE of ours in flight'
+refused='an RDMA READ/WRITE work request failed|the connection closed under [0-9]+ RDMA READ\(s\) of ours in flight'
 hostile bad-rkey $echo_port "$refused"
 hostile bad-offset $echo_port "$refused"
 hostile bad-length $echo_port "$refused"

@@ -223,7 +223,7 @@ test_a_flush_under_reads_in_flight_ends_the_connection_as_reset(void **state)
     test_conn_start_pull(conn, 2);
     complete(fake_verbs.sent[0].wr_id, IBV_WC_WR_FLUSH_ERR, QP_NUM);
     assert_int_equal(conn->reason, -ECONNRESET);
-    assert_non_null(strstr(logged, "the connection closed under 2 RDMA READ/WRITE of ours in "
+    assert_non_null(strstr(logged, "the connection closed under 2 RDMA READ(s) of ours in "
                                    "flight (the peer closed it or refused one; an iWARP peer's "
                                    "TERMINATE shows only in the kernel log); disconnecting"));
     complete(fake_verbs.sent[1].wr_id, IBV_WC_WR_FLUSH_ERR, QP_NUM);
