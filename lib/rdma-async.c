@@ -141,6 +141,34 @@ last_wqe_reached(struct gfr_rdma *engine, const struct ibv_qp *qp)
     pthread_mutex_unlock(&engine->lock);
 }
 
+/* Ends the connection of a QP the adapter reports broken, and says so
+ * against that connection, naming its peer: a server has many, and the
+ * device alone does not tell which one sent what broke the QP.  Called on
+ * the CM thread, which alone frees connections, so the collected one stays
+ * valid; takes engine->lock, then conn->lock, never together. */
+static void
+qp_failed(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv_async_event *ev)
+{
+    /* On iWARP a fatal QP means its stream broke: siw raises it with the
+     * completion of a work request that the peer's close or reset cut off
+     * (rdma-cq.c failure_reason), and the two reach us in either order,
+     * so both end the connection as reset.  siw also raises it for a
+     * message that the receive buffer cannot hold, which its receive
+     * completion reports too, whichever comes first. */
+    int reset = ev->event_type == IBV_EVENT_QP_FATAL && dev->iwarp;
+    struct gfr_rdma_conn *conn;
+
+    if (gfr_rdma_conns_collect(engine, has_qp, ev->element.qp, 0, &conn, 1) == 0 ||
+        !end_conn(conn, reset ? -ECONNRESET : -EIO))
+        return;
+    gfr_rdma_conn_log(conn, "%s: %s on QP %u: disconnecting%s",
+                      ibv_get_device_name(dev->verbs->device),
+                      ibv_event_type_str(ev->event_type), ev->element.qp->qp_num,
+                      reset ? " (on iWARP: the TCP stream under the QP failed, or a "
+                              "message did not fit its receive buffer)"
+                            : "");
+}
+
 static void
 handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv_async_event *ev)
 {
@@ -169,20 +197,9 @@ handle_event(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, const struct ibv
         break;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR: {
-        /* On iWARP a fatal QP means its TCP stream broke: siw raises it
-         * with the completion of a work request that the peer's close or
-         * reset cut off (rdma-cq.c failure_reason), and the two reach us
-         * in either order, so both end the connection as reset. */
-        int reset = ev->event_type == IBV_EVENT_QP_FATAL && dev->iwarp;
-
-        n = end_conns(engine, has_qp, ev->element.qp, reset ? -ECONNRESET : -EIO);
-        if (n)
-            gfr_rdma_log("%s: %s on QP %u: its connection disconnected%s", name,
-                         ibv_event_type_str(ev->event_type), ev->element.qp->qp_num,
-                         reset ? " (on iWARP: the TCP connection under it broke)" : "");
+    case IBV_EVENT_QP_ACCESS_ERR:
+        qp_failed(engine, dev, ev);
         break;
-    }
     case IBV_EVENT_CQ_ERR:
         for (unsigned i = 0; i < dev->npollers; i++)
             if (dev->pollers[i].cq == ev->element.cq)

@@ -137,14 +137,14 @@ gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_s
     int err;
 
     if (!dev->serialize_posts)
-        return ibv_post_send(qp, wr, &bad);
+        return gfr_rdma_post_errno(ibv_post_send(qp, wr, &bad));
     pthread_mutex_lock(&dev->post_lock);
     uatomic_set(&dev->posting_qp, qp);
     uatomic_set(&dev->posting_since_ns, gfr_now_ns());
     err = ibv_post_send(qp, wr, &bad);
     uatomic_set(&dev->posting_since_ns, 0);
     pthread_mutex_unlock(&dev->post_lock);
-    return err;
+    return gfr_rdma_post_errno(err);
 }
 
 /*
@@ -245,7 +245,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         goto fail;
     if (dev->iwarp)
         probe_create(dev, name);
-    if (engine->opts.receive_queue == GFR_RQ_SRQ) {
+    if (gfr_rdma_srq_wanted(dev)) {
         err = gfr_rdma_srq_create(dev, &attr);
         if (err)
             goto fail;

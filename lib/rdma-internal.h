@@ -17,6 +17,7 @@
 #ifndef GFR_RDMA_INTERNAL_H
 #define GFR_RDMA_INTERNAL_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -659,6 +660,23 @@ struct gfr_rdma {
 };
 
 /*
+ * What a post verb returned, as the data path's positive errno.  Verbs
+ * are to return one, but siw's user library returns -EINVAL or -ENOMEM,
+ * and -1 was seen from it after a peer's close ("Unknown error -1" in a
+ * log): a negative errno is turned round, and -1 taken as errno when that
+ * says something, else as EIO.  Reads errno; any thread.
+ */
+static inline int
+gfr_rdma_post_errno(int ret)
+{
+    if (ret >= 0)
+        return ret;
+    if (ret == -1)
+        return errno > 0 ? errno : EIO;
+    return -ret;
+}
+
+/*
  * Two atomic steps on a connection's own fields, inline here so that any
  * layer may take them (they call nothing):
  *
@@ -742,6 +760,7 @@ void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
 void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
 
 /* rdma-srq.c: the device's shared receive queue */
+int gfr_rdma_srq_wanted(const struct gfr_rdma_dev *dev);
 int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);
 int gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n);
 void gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n);

@@ -111,7 +111,7 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
 
     gfr_rdma_conn_get(conn);
     conn->recv_wr[i].posted = 1;
-    err = ibv_post_recv(conn->qp, &wr, &bad);
+    err = gfr_rdma_post_errno(ibv_post_recv(conn->qp, &wr, &bad));
     if (err) {
         conn->recv_wr[i].posted = 0;
         gfr_rdma_conn_put(conn);

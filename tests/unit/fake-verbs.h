@@ -15,7 +15,7 @@
 #define FAKE_MAX_SENT 64
 
 struct fake_verbs {
-    int post_send_result; /* what ibv_post_send returns: 0 or a positive errno */
+    int post_send_result; /* what ibv_post_send returns: 0, a positive errno, or as siw a negative one */
     unsigned posts;       /* ibv_post_send calls */
     /* The first FAKE_MAX_SENT work requests posted; sg_list points into
      * sent_sge (the caller's was on its stack). */

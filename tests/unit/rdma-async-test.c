@@ -117,6 +117,7 @@ setup(void **state)
     memset(&engine, 0, sizeof(engine));
     gfr_rdma_opts_init(&engine.opts);
     pthread_mutex_init(&engine.lock, NULL);
+    pthread_mutex_init(&engine.note_lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.conns);
     CDS_INIT_LIST_HEAD(&engine.devices);
     CDS_INIT_LIST_HEAD(&engine.removed);
@@ -353,6 +354,10 @@ test_qp_fatal_ends_its_connection(void **state)
     assert_false(ended(&a));
     assert_true(ended(&b));
     assert_int_equal(b.conn->reason, -EIO);
+    /* said once, against the connection (the log names its peer) */
+    assert_int_equal(b.conn->nerrors, 1);
+    assert_non_null(strstr(b.conn->last_error, "fake0: local work queue catastrophic error"));
+    assert_int_equal(a.conn->nerrors, 0);
     free_conn(&a);
     free_conn(&b);
 }

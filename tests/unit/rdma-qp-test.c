@@ -353,6 +353,36 @@ test_a_post_refused_after_the_peer_closed_is_no_fault(void **state)
     free_conn(conn);
 }
 
+/* A provider that returns a negative errno from a post (siw: -EINVAL,
+ * -ENOMEM, and -1 after its peer's close) is still said in words. */
+static void
+test_a_negative_post_result_is_still_an_errno(void **state)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 1, .inline_len = 2};
+    struct iovec iov = {"hi", 2};
+    const struct {
+        int ret, err;
+        const char *said;
+    } cases[] = {{-EINVAL, 0, "Invalid argument"}, {-1, 0, "Input/output error"},
+                 {-1, ENOTCONN, "Transport endpoint is not connected"}};
+
+    (void)state;
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct gfr_rdma_conn *conn = make_conn(GFR_CONN_ESTABLISHED);
+
+        fake_verbs.post_send_result = cases[i].ret;
+        errno = cases[i].err;
+        pthread_mutex_lock(&conn->lock);
+        assert_int_equal(gfr_rdma_send_locked(conn, &hdr, NULL, NULL, &iov, 1, NULL),
+                         -ENOTCONN);
+        pthread_mutex_unlock(&conn->lock);
+        assert_non_null(strstr(conn->last_error, cases[i].said));
+        assert_null(strstr(conn->last_error, "Unknown error"));
+        assert_int_equal(conn->reason, -EIO);
+        free_conn(conn);
+    }
+}
+
 /* InfiniBand and RoCE: unsignaled SENDs at the tail of the send queue are
  * retired by a drain posted after the error; with a signaled one last,
  * its own (flushed) completion does it, and no drain is needed. */
@@ -396,6 +426,7 @@ main(void)
         cmocka_unit_test(test_on_iwarp_no_drain_follows_an_error),
         cmocka_unit_test(test_a_drain_follows_only_an_unsignaled_tail),
         cmocka_unit_test(test_on_iwarp_outstanding_work_flushes_before_the_close),
+        cmocka_unit_test(test_a_negative_post_result_is_still_an_errno),
         cmocka_unit_test(test_a_post_refused_after_the_peer_closed_is_no_fault),
     };
 
