@@ -245,7 +245,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         goto fail;
     if (dev->iwarp)
         probe_create(dev, name);
-    if (gfr_rdma_srq_wanted(dev)) {
+    if (engine->opts.receive_queue == GFR_RQ_SRQ) {
         err = gfr_rdma_srq_create(dev, &attr);
         if (err)
             goto fail;

@@ -760,7 +760,6 @@ void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
 void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
 
 /* rdma-srq.c: the device's shared receive queue */
-int gfr_rdma_srq_wanted(const struct gfr_rdma_dev *dev);
 int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);
 int gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n);
 void gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n);
