@@ -26,6 +26,12 @@ rdma_counter() {
 	return 0
 }
 
+# fabric_is_rnic DEV: whether DEV reports itself an iWARP RNIC (its node
+# type, not its name), where tests expect iWARP's rules.
+fabric_is_rnic() {
+	grep -q RNIC "/sys/class/infiniband/$1/node_type"
+}
+
 # fabric_has_counters: whether the provider counts packets per port.
 fabric_has_counters() {
 	[ -r "/sys/class/infiniband/$fabric_dev0/ports/1/hw_counters/sent_pkts" ]

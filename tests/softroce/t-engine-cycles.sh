@@ -26,6 +26,6 @@ cycles 20098 -o receive-queue=per-connection || exit 1
 # With per-connection buffers a device keeps no MR of its own, except, on
 # iWARP (node type RNIC), the liveness probe's two: its byte and its sink.
 device_mrs=0
-grep -q RNIC "/sys/class/infiniband/$fabric_dev1/node_type" && device_mrs=2
+fabric_is_rnic "$fabric_dev1" && device_mrs=2
 grep -q "holds 0 QPs and $device_mrs MRs ($device_mrs after the first round)" "$pair_dir/client" ||
 	{ echo "t-engine-cycles: per-connection buffers left MRs behind (the device's own: $device_mrs)"; exit 1; }

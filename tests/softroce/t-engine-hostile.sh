@@ -107,7 +107,7 @@ violation='peer broke the protocol'
 # receive's failed completion and by a fatal QP event, in either order:
 # whichever comes first ends the connection and is logged against it.
 oversize='a receive work request failed'
-grep -q RNIC "/sys/class/infiniband/$fabric_dev0/node_type" &&
+fabric_is_rnic "$fabric_dev0" &&
 	oversize="$oversize|[a-z0-9_]+: local work queue catastrophic error on QP [0-9]+: disconnecting"
 hostile oversize $echo_port "$oversize"
 # An iWARP peer refuses an RDMA READ or WRITE with a TERMINATE, which only
@@ -120,19 +120,20 @@ hostile bad-length $echo_port "$refused"
 # peer's refusal of one (its TERMINATE) reaches the server, if the WRITE
 # completed, only as the close that follows: no reason to log.
 refused_write=$refused
-grep -q RNIC "/sys/class/infiniband/$fabric_dev0/node_type" && refused_write=-
+fabric_is_rnic "$fabric_dev0" && refused_write=-
 hostile bad-write-rkey $rr_port "$refused_write"
 hostile too-many-segments $echo_port "$violation \(more segments than negotiated\)"
 hostile read-len-mismatch $echo_port "$violation \(read segments do not add up to read_len\)"
 hostile too-large $echo_port "$violation \(message larger than negotiated\)"
 hostile credit-overflow $echo_port "$violation \(peer sent without a credit, or granted more"
 # iWARP has no RNR: a SEND beyond the credits that finds no receive buffer
-# makes the server's RNIC end the connection before the engine sees the
-# violation (its QP fails, said against the device), where one that finds
-# a spare buffer of the shared queue is caught as a violation: which comes
-# first is a race, so on iWARP only the end is asked for.
+# makes the server's RNIC terminate the connection before the engine sees
+# the violation (siw raises no event and fails no receive for it), where
+# one that finds a spare buffer of the shared queue is caught as a
+# violation: which comes first is a race, so on iWARP only the end is
+# asked for.
 overrun="$violation \(peer sent without a credit, or granted more"
-grep -q RNIC "/sys/class/infiniband/$fabric_dev0/node_type" && overrun=-
+fabric_is_rnic "$fabric_dev0" && overrun=-
 hostile credit-overrun $echo_port "$overrun"
 hostile unknown-type $echo_port "$violation \(unknown message type\)"
 hostile bad-version $echo_port "$violation \(unknown protocol version\)"
@@ -159,7 +160,7 @@ flood() {
 	# siw gives one process room for only some dozens of connections (its
 	# 65th connect fails with ENOSPC): too few to take every connection a
 	# server has room for, which is what the flood is for.
-	if grep -q RNIC "/sys/class/infiniband/$fabric_dev1/node_type"; then
+	if fabric_is_rnic "$fabric_dev1"; then
 		echo "t-engine-hostile: flood: skipped on iWARP: siw refuses this process's 65th connection (ENOSPC), too few to fill the server"
 		return 0
 	fi
