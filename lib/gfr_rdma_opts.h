@@ -29,6 +29,7 @@ enum gfr_dispatch {
 enum gfr_receive_queue {
     GFR_RQ_SRQ,      /* the device's shared receive queue */
     GFR_RQ_PER_CONN, /* buffers of its own, on its own QP */
+    GFR_RQ_AUTO,     /* shared where a SEND that finds none waits (RNR), own on iWARP */
 };
 
 /* Whether the engine times the stages of each call (rdma-trace.c). */

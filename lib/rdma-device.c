@@ -23,6 +23,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_clock.h"
+#include "gfr_mmap_guard.h"
 #include "rdma-internal.h"
 
 #define CQ_ENTRIES_WANTED 16384
@@ -70,6 +71,7 @@ dev_free(struct gfr_rdma_dev *dev)
         gfr_rdma_poller_stop(&dev->pollers[i]);
     free(dev->pollers);
     gfr_rdma_srq_destroy(dev);
+    gfr_mmap_guard_destroy(dev->mmap_guard);
     gfr_rdma_conn_table_destroy(dev);
     probe_free(dev);
     if (dev->pd)
@@ -96,18 +98,27 @@ dev_free(struct gfr_rdma_dev *dev)
  * lost carrier, needs a CPU: with a thread of ours looping on every CPU,
  * nothing runs again.  So posts to an rxe device go one at a time: at most
  * one of our threads can be in that loop, and the other CPUs stay free.
+ *
+ * siw refuses the object whose queue would be mapped at the one mmap
+ * offset its user library takes for "none" (rdma-mmap-guard.c): a guard
+ * CQ spans it, made before anything else of the device's is mapped.
  */
 struct gfr_provider_quirks {
     uint32_t vendor_id;
     const char *what;
     int keep_revoked_mrs; /* for 2 x the QP's ACK timeout */
     int serialize_posts;  /* one ibv_post_send at a time per device */
+    int guard_mmap_key;   /* a CQ over siw's reserved mmap offset */
 };
 
 static const struct gfr_provider_quirks provider_quirks[] = {
-    {0xffffff, "software RoCE (rxe)", 1, 1},
+    {0xffffff, "software RoCE (rxe)", 1, 1, 0},
+    {GFR_SIW_VENDOR_ID, "software iWARP (siw)", 0, 0, 1},
 };
 
+/* Sets dev's quirks by its provider's vendor id.  On siw this also makes
+ * the mmap guard, which works only if nothing of dev's is mapped yet: call
+ * before its SRQ and its pollers' CQs.  Creator's thread. */
 static void
 apply_quirks(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
 {
@@ -119,6 +130,8 @@ apply_quirks(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
         if (q->keep_revoked_mrs)
             dev->revoke_grace_ns = 2 * 4096ull << dev->engine->opts.qp_timeout;
         dev->serialize_posts = q->serialize_posts;
+        if (q->guard_mmap_key)
+            dev->mmap_guard = gfr_mmap_guard_create(dev->verbs);
     }
 }
 
@@ -245,7 +258,7 @@ dev_create(struct gfr_rdma *engine, struct ibv_context *verbs,
         goto fail;
     if (dev->iwarp)
         probe_create(dev, name);
-    if (engine->opts.receive_queue == GFR_RQ_SRQ) {
+    if (gfr_rdma_srq_wanted(dev)) {
         err = gfr_rdma_srq_create(dev, &attr);
         if (err)
             goto fail;

@@ -243,6 +243,7 @@ struct gfr_rdma_dev {
     unsigned npollers;
     struct gfr_rdma_poller *pollers;
     struct gfr_rdma_srq *srq; /* NULL with receive-queue=per-connection */
+    struct ibv_cq *mmap_guard; /* siw only (gfr_mmap_guard.h); NULL elsewhere */
     struct cds_lfht *conns; /* QP number -> connection (rdma-conn-table.c) */
     /* Provider quirk (rdma-device.c): how long a revoked MR stays
      * registered, 0 = deregistered at once. */
@@ -760,6 +761,7 @@ void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
 void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
 
 /* rdma-srq.c: the device's shared receive queue */
+int gfr_rdma_srq_wanted(const struct gfr_rdma_dev *dev);
 int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);
 int gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n);
 void gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n);

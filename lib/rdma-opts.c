@@ -16,7 +16,7 @@
 
 static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
 static const char *const dispatch_names[] = {"pool", "inline", "direct", NULL};
-static const char *const rq_names[] = {"srq", "per-connection", NULL};
+static const char *const rq_names[] = {"srq", "per-connection", "auto", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
 
 /* A table row: what the option accepts, and where it is stored. */
@@ -43,7 +43,7 @@ static const struct opt_desc descs[] = {
     NUMBER("reply-spin-max-us", GFR_OPT_UINT, 0, 1000000, "10000", reply_spin_max_us),
     NUMBER("pollers", GFR_OPT_UINT, 1, 64, "1", pollers),
     CHOICE("dispatch", dispatch_names, "direct", dispatch),
-    CHOICE("receive-queue", rq_names, "srq", receive_queue),
+    CHOICE("receive-queue", rq_names, "auto", receive_queue),
     NUMBER("credits", GFR_OPT_UINT, 2, 4096, "64", credits),
     NUMBER("inline-max", GFR_OPT_SIZE, 256, 16 << 20, "8K", inline_max),
     NUMBER("max-msg", GFR_OPT_SIZE, 256, 1 << 30, "4M", max_msg),

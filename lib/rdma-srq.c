@@ -34,6 +34,35 @@ struct gfr_rdma_rchunk {
     struct gfr_rdma_rbuf bufs[];
 };
 
+/*
+ * Does dev get a shared receive queue?  receive-queue=auto gives it one
+ * where a SEND that finds no receive waits on RNR and is retried
+ * (InfiniBand, RoCE).  On iWARP such a SEND terminates its connection, so
+ * a peer that sends beyond its credits would take the buffers behind
+ * other peers' credits and end their connections; and since there every
+ * credit must be backed by a buffer (overcommit), sharing saves no
+ * memory.  So on iWARP a connection's receives are its own, unless
+ * receive-queue=srq asks otherwise (logged).  Reads only dev's options
+ * and kind; any thread.
+ */
+int
+gfr_rdma_srq_wanted(const struct gfr_rdma_dev *dev)
+{
+    switch (dev->engine->opts.receive_queue) {
+    case GFR_RQ_SRQ:
+        if (dev->iwarp)
+            gfr_rdma_log("%s: receive-queue=srq on iWARP: a peer that sends beyond its "
+                         "credits can take the receives that back other connections' "
+                         "credits, and end them (no receiver-not-ready retry)",
+                         ibv_get_device_name(dev->verbs->device));
+        return 1;
+    case GFR_RQ_AUTO:
+        return !dev->iwarp;
+    default:
+        return 0;
+    }
+}
+
 int
 gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
 {

@@ -64,9 +64,10 @@ volume_option_t options[] = {
                     "blocks or runs long), pool (the global worker pool) or inline "
                     "(on the poller thread, nothing polls meanwhile)."},
     {.key = {"transport.rdma.receive-queue"}, .type = GF_OPTION_TYPE_STR,
-     .value = {"srq", "per-connection"}, .default_value = "srq",
+     .value = {"srq", "per-connection", "auto"}, .default_value = "auto",
      .description = "Receive buffers shared by the device's connections (srq) or "
-                    "owned by each connection."},
+                    "owned by each connection (per-connection); auto: shared, "
+                    "except on iWARP, which has no receiver-not-ready retry."},
     {.key = {"transport.rdma.credits", "transport.rdma.work-request-recv-count"},
      .type = GF_OPTION_TYPE_INT, .min = 2, .max = 4096, .default_value = "64",
      .description = "Messages a peer may send before this side returns credit: the "

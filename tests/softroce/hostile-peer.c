@@ -32,6 +32,7 @@
 
 #include "gfr_be.h"
 #include "gfr_cm_private.h"
+#include "gfr_mmap_guard.h"
 #include "gfr_wire.h"
 
 #define WAIT_MS 20000
@@ -596,7 +597,7 @@ overrun_credits(struct hp *hp)
  * own event channel, so that one id's answer never stands in the way of
  * the next one's resolution. */
 static int
-flood(const char *addr, const char *port, const char *bind_addr)
+flood_connect(const char *addr, const char *port, const char *bind_addr)
 {
     struct addrinfo hints = {.ai_family = AF_INET, .ai_flags = AI_NUMERICHOST};
     struct addrinfo *dst, *src;
@@ -665,6 +666,45 @@ flood(const char *addr, const char *port, const char *bind_addr)
            "rest %u established and %u rejected within 2 s; all dropped\n",
            FLOOD, (FLOOD + 3) / 4, established, rejected);
     return 0;
+}
+
+/* The flood's 200 connections take hundreds of siw's mmap pages, and on
+ * siw the 65th one's CQ landed on the page libsiw refuses (and so did
+ * every later object): each siw context that rdma_cm holds open for the
+ * process gets the engine's guard first (lib/rdma-mmap-guard.c).  Returns
+ * the contexts, for unguard. */
+static struct ibv_context **
+guard_siw(struct ibv_cq **guards, unsigned max)
+{
+    struct ibv_context **devs = rdma_get_devices(NULL);
+
+    for (unsigned i = 0; devs && devs[i] && i < max; i++) {
+        struct ibv_device_attr attr;
+
+        if (ibv_query_device(devs[i], &attr) == 0 && attr.vendor_id == GFR_SIW_VENDOR_ID)
+            guards[i] = gfr_mmap_guard_create(devs[i]);
+    }
+    return devs;
+}
+
+static void
+unguard(struct ibv_context **devs, struct ibv_cq **guards, unsigned max)
+{
+    for (unsigned i = 0; i < max; i++)
+        gfr_mmap_guard_destroy(guards[i]);
+    if (devs)
+        rdma_free_devices(devs);
+}
+
+static int
+flood(const char *addr, const char *port, const char *bind_addr)
+{
+    struct ibv_cq *guards[8] = {0};
+    struct ibv_context **devs = guard_siw(guards, 8);
+    int err = flood_connect(addr, port, bind_addr);
+
+    unguard(devs, guards, 8);
+    return err;
 }
 
 static int

@@ -157,13 +157,6 @@ hostile early-violation $echo_port "$violation \(unknown message type\)"
 flood() {
 	local runs_before long rc i
 	[ -z "${GFR_HOSTILE_CASES:-}" ] || [[ " $GFR_HOSTILE_CASES " == *" flood "* ]] || return 0
-	# siw gives one process room for only some dozens of connections (its
-	# 65th connect fails with ENOSPC): too few to take every connection a
-	# server has room for, which is what the flood is for.
-	if fabric_is_rnic "$fabric_dev1"; then
-		echo "t-engine-hostile: flood: skipped on iWARP: siw refuses this process's 65th connection (ENOSPC), too few to fill the server"
-		return 0
-	fi
 	touch "$dir/pause"
 	for ((i = 0; i < 600; i++)); do
 		[ -e "$dir/paused" ] && break

@@ -26,7 +26,7 @@ test_defaults_are_consistent(void **state)
     assert_int_equal(opts.poll_mode, GFR_POLL_ADAPTIVE);
     assert_int_equal(opts.dispatch, GFR_DISPATCH_DIRECT);
     assert_int_equal(opts.reply_spin_max_us, 10000);
-    assert_int_equal(opts.receive_queue, GFR_RQ_SRQ);
+    assert_int_equal(opts.receive_queue, GFR_RQ_AUTO);
     assert_int_equal(opts.inline_max, 8192);
     assert_int_equal(opts.gid_index, -1);
 }
@@ -54,6 +54,8 @@ test_every_key_parses(void **state)
     assert_int_equal(gfr_rdma_opts_set(&o, "receive-queue", "per-connection", why,
                                        sizeof(why)), 0);
     assert_int_equal(o.receive_queue, GFR_RQ_PER_CONN);
+    assert_int_equal(gfr_rdma_opts_set(&o, "receive-queue", "srq", why, sizeof(why)), 0);
+    assert_int_equal(o.receive_queue, GFR_RQ_SRQ);
     assert_int_equal(gfr_rdma_opts_set(&o, "credits", "128", why, sizeof(why)), 0);
     assert_int_equal(o.credits, 128);
     assert_int_equal(gfr_rdma_opts_set(&o, "inline-max", "8K", why, sizeof(why)), 0);
@@ -101,7 +103,7 @@ test_bad_values_name_the_option_and_the_range(void **state)
     expect_bad("dispatch", "threads", -EINVAL,
                "dispatch: 'threads' is not one of pool, inline, direct");
     expect_bad("receive-queue", "shared", -EINVAL,
-               "receive-queue: 'shared' is not one of srq, per-connection");
+               "receive-queue: 'shared' is not one of srq, per-connection, auto");
     expect_bad("credits", "1", -EINVAL,
                "credits: '1' is not a whole number from 2 to 4096");
     expect_bad("credits", "12x", -EINVAL,

@@ -105,12 +105,45 @@ test_on_iwarp_every_promise_is_backed(void **state)
     gfr_rdma_srq_destroy(&dev);
 }
 
+/* receive-queue=auto: shared where a SEND that finds no receive waits on
+ * RNR, a connection's own on iWARP, where one peer's overrun would end
+ * the others'; srq asked for on iWARP is kept, and said to be risky. */
+static void
+test_auto_shares_receives_except_on_iwarp(void **state)
+{
+    struct gfr_rdma_dev d = {.engine = &engine, .verbs = &fake_ctx};
+
+    (void)state;
+    gfr_rdma_opts_init(&engine.opts);
+    fake_verbs_reset();
+    assert_int_equal(engine.opts.receive_queue, GFR_RQ_AUTO);
+    gfr_rdma_set_log(capture_log, NULL);
+    logged[0] = 0;
+    assert_true(gfr_rdma_srq_wanted(&d));
+    d.iwarp = 1;
+    assert_false(gfr_rdma_srq_wanted(&d));
+    engine.opts.receive_queue = GFR_RQ_PER_CONN;
+    assert_false(gfr_rdma_srq_wanted(&d));
+    assert_int_equal(logged[0], 0);
+    engine.opts.receive_queue = GFR_RQ_SRQ;
+    assert_true(gfr_rdma_srq_wanted(&d));
+    assert_non_null(strstr(logged, "receive-queue=srq on iWARP"));
+    d.iwarp = 0;
+    logged[0] = 0;
+    assert_true(gfr_rdma_srq_wanted(&d));
+    engine.opts.receive_queue = GFR_RQ_PER_CONN;
+    assert_false(gfr_rdma_srq_wanted(&d));
+    assert_int_equal(logged[0], 0);
+    gfr_rdma_set_log(NULL, NULL);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_queue_grows_with_promises_up_to_its_maximum),
         cmocka_unit_test(test_on_iwarp_every_promise_is_backed),
+        cmocka_unit_test(test_auto_shares_receives_except_on_iwarp),
     };
     return cmocka_run_group_tests_name("rdma-srq", tests, NULL, NULL);
 }
