@@ -242,7 +242,7 @@ struct gfr_rdma_dev {
     uint32_t max_init_rd_atom; /* RDMA READs a QP issues at once */
     unsigned npollers;
     struct gfr_rdma_poller *pollers;
-    struct gfr_rdma_srq *srq; /* NULL with receive-queue=per-connection */
+    struct gfr_rdma_srq *srq; /* NULL where gfr_rdma_srq_wanted said no */
     struct ibv_cq *mmap_guard; /* siw only (gfr_mmap_guard.h); NULL elsewhere */
     struct cds_lfht *conns; /* QP number -> connection (rdma-conn-table.c) */
     /* Provider quirk (rdma-device.c): how long a revoked MR stays

@@ -18,9 +18,10 @@
  * The guard is a CQ that spans page 0x90, made before anything else of the
  * device's is mapped and kept until the device is freed: in the context's
  * fresh mmap space it starts at page 0, and no queue of ours can start
- * inside it.  About 1 MiB of kernel memory per device, siw only.  Without
- * it (refused, or the context was used before) the device works as it
- * would have, and the log says so.
+ * inside it.  About 1 MiB of kernel memory per device, siw only.  A
+ * refused guard is logged and the device works as it would have without
+ * it; a guard made in a context that was used before may start past the
+ * page and cover nothing, which nothing here can see.
  */
 #include <errno.h>
 #include <string.h>

@@ -42,6 +42,7 @@
 #define SEND_SIZE 65536
 #define BULK_SIZE 65536
 #define FLOOD 200
+#define GUARDED_DEVS 8 /* siw contexts the flood guards, at most */
 #define OVERRUN_MAX 4096
 
 struct hp {
@@ -699,11 +700,11 @@ unguard(struct ibv_context **devs, struct ibv_cq **guards, unsigned max)
 static int
 flood(const char *addr, const char *port, const char *bind_addr)
 {
-    struct ibv_cq *guards[8] = {0};
-    struct ibv_context **devs = guard_siw(guards, 8);
+    struct ibv_cq *guards[GUARDED_DEVS] = {0};
+    struct ibv_context **devs = guard_siw(guards, GUARDED_DEVS);
     int err = flood_connect(addr, port, bind_addr);
 
-    unguard(devs, guards, 8);
+    unguard(devs, guards, GUARDED_DEVS);
     return err;
 }
 

@@ -129,7 +129,7 @@ hostile credit-overflow $echo_port "$violation \(peer sent without a credit, or 
 # iWARP has no RNR: a SEND beyond the credits that finds no receive buffer
 # makes the server's RNIC terminate the connection before the engine sees
 # the violation (siw raises no event and fails no receive for it), where
-# one that finds a spare buffer of the shared queue is caught as a
+# one that arrives after the engine reposted a receive is caught as a
 # violation: which comes first is a race, so on iWARP only the end is
 # asked for.
 overrun="$violation \(peer sent without a credit, or granted more"
