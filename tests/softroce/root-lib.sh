@@ -3,12 +3,20 @@
 # scripts/softroce-run --root.  Sourced by bash.
 #
 # root_points ROOT PATH...: makes ROOT/PATH for each PATH that is missing
-# and records what it made in root_points_made; root_points_remove removes
-# those again (empty directories only, deepest first).
-root_points_made=()
+# and records what it made in ROOT.points; root_points_remove removes every
+# recorded point again (empty directories only, deepest first) once no
+# other user of ROOT is left.  Users of one root may overlap (scripts/check
+# runs a QEMU VM and a UML VM in it side by side): each holds a shared lock
+# on ROOT.points.lock from root_points to root_points_remove, and only one
+# that gets it exclusive removes, so no user loses a mount point while it
+# binds onto it.
+root_lock_fd=""
+root_points_root=""
 root_points() {
 	local root=$1 want path missing
 	shift
+	root_points_root=$root
+	exec {root_lock_fd}>>"$root.points.lock" && flock -s "$root_lock_fd" || return 1
 	for want in "$@"; do
 		path=$want missing=""
 		while [ ! -e "$root$path" ]; do
@@ -19,16 +27,21 @@ root_points() {
 		mkdir -p "$root$want" || return 1
 		path=$want
 		while :; do
-			root_points_made+=("$root$path")
+			echo "$root$path" >>"$root.points"
 			[ "$path" = "$missing" ] && break
 			path=$(dirname "$path")
 		done
 	done
 }
 root_points_remove() {
-	local d
-	for d in "${root_points_made[@]}"; do rmdir "$d" 2>/dev/null || true; done
-	root_points_made=()
+	local root=$root_points_root d
+	[ -n "$root_lock_fd" ] || return 0
+	if flock -n -x "$root_lock_fd" && [ -e "$root.points" ]; then
+		sort -r -u "$root.points" | while read -r d; do rmdir "$d" 2>/dev/null || true; done
+		rm -f "$root.points"
+	fi
+	exec {root_lock_fd}>&-
+	root_lock_fd=""
 }
 
 # root_binds TOP: the host directories a command in the root needs at their

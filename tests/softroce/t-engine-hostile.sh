@@ -19,6 +19,7 @@ else
 	echo "t-engine-hostile: no sanitizer build of engine-test; plain servers"
 fi
 dir=$(mktemp -d)
+echo_srv="" rr_srv="" honest=""
 trap 'touch "$dir/stop"; kill -9 $echo_srv $rr_srv $honest 2>/dev/null; rm -rf "$dir"' EXIT
 echo_port=20110
 rr_port=20111
