@@ -14,6 +14,15 @@ fabric_provider=${GFR_PROVIDER:-rxe}
 fabric_dev0=${fabric_provider}0
 fabric_dev1=${fabric_provider}1
 
+# fabric_vm_name: the kind of VM this runs in, for a benchmark's header:
+# "2 vCPUs under TCG" or "1 CPU under User-Mode Linux".
+fabric_vm_name() {
+	case "${GFR_VM:-tcg}" in
+	uml) echo "$(nproc) CPU under User-Mode Linux" ;;
+	*) echo "$(nproc) vCPUs under TCG" ;;
+	esac
+}
+
 net_counter() { # IFACE rx_packets|tx_packets
 	cat "/sys/class/net/$1/statistics/$2"
 }
