@@ -55,9 +55,9 @@ wait_active() { # DEV
 # by $run/stop-OUT; waits until it has mounted the volume
 start_io() {
 	rm -f "$run/stop-$1"
-	env "${gfr_sanitizer_env[@]}" "$prog" io "$run/client.vol" $name --seconds 3600 --max-op-seconds 60 \
-		--io-kib "$2" --stop-file "$run/stop-$1" --dir "io-$1" \
-		--log "$GFR_GLUSTER_LOGS/$name-$1.log" >"$run/$1" 2>&1 &
+	spawn_logged "$run/$1" env "${gfr_sanitizer_env[@]}" "$prog" io "$run/client.vol" $name \
+		--seconds 3600 --max-op-seconds 60 --io-kib "$2" --stop-file "$run/stop-$1" --dir "io-$1" \
+		--log "$GFR_GLUSTER_LOGS/$name-$1.log"
 	io=$!
 	wait_for_output "$run/$1" glfs_init: 60 || { cat "$run/$1"; fail "gfapi-io $1 did not start"; return 1; }
 }

@@ -99,8 +99,23 @@ qps_of() {
 	echo "$n"
 }
 
+# spawn_logged FILE CMD...: starts CMD in the background with its output in
+# FILE ($! is its pid), FILE emptied first by this shell.  CMD's own
+# redirection empties it only once the child runs, and a wait_for_output
+# before that would read what an earlier process left in FILE (seen: a
+# client started against a server not listening yet, and refused, because
+# the previous server's "listening" was still there, in t-engine-bulk in a
+# loaded VM).
+spawn_logged() {
+	local file=$1
+	shift
+	: >"$file"
+	"$@" >"$file" 2>&1 &
+}
+
 # wait_for_output FILE PATTERN SECONDS: waits until FILE has a line matching
-# PATTERN (a server announcing it listens).
+# PATTERN (a server announcing it listens).  Start the process that writes
+# FILE with spawn_logged when FILE may hold an earlier process's output.
 wait_for_output() {
 	local i
 	for ((i = 0; i < $3 * 10; i++)); do
@@ -187,7 +202,7 @@ run_pair() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do server_cmd+=("$1"); shift; done
 	shift
 	client_cmd=("$@")
-	"${server_cmd[@]}" >"$pair_dir/server" 2>&1 &
+	spawn_logged "$pair_dir/server" "${server_cmd[@]}"
 	pair_server=$!
 	if ! wait_for_output "$pair_dir/server" listening 60; then
 		cat "$pair_dir/server"

@@ -86,7 +86,7 @@ ended_by_fault() {
 }
 
 baseline=$(rdma_resources)
-"$server_prog" server "$GFR_SERVER_ADDR" $port -c 0 >"$dir/srv" 2>&1 &
+spawn_logged "$dir/srv" "$server_prog" server "$GFR_SERVER_ADDR" $port -c 0
 server=$!
 wait_for_output "$dir/srv" listening 60 || exit 1
 
@@ -106,7 +106,7 @@ for ((i = 0; i < cycles; i++)); do
 		wait $client 2>/dev/null
 		client=
 	else
-		"$server_prog" server "$GFR_SERVER_ADDR" $victim_port -c 0 >"$dir/victim" 2>&1 &
+		spawn_logged "$dir/victim" "$server_prog" server "$GFR_SERVER_ADDR" $victim_port -c 0
 		victim=$!
 		wait_for_output "$dir/victim" listening 60 || { fail "cycle $i: no victim server"; break; }
 		long_client $victim_port 2
@@ -180,7 +180,7 @@ server=
 server_log_verdict "$dir/srv"
 resources_back_to "$baseline"
 # --- the client's link down for 3 s, under a server of its own
-"$server_prog" server "$GFR_SERVER_ADDR" $victim_port -c 0 >"$dir/victim" 2>&1 &
+spawn_logged "$dir/victim" "$server_prog" server "$GFR_SERVER_ADDR" $victim_port -c 0
 victim=$!
 wait_for_output "$dir/victim" listening 60 || exit 1
 long_client $victim_port 2
@@ -231,7 +231,7 @@ fabric_recreate=
 fabric_repair
 wait_active rxe0
 wait_active rxe1
-"$server_prog" server "$GFR_SERVER_ADDR" $port -c 0 >"$dir/srv" 2>&1 &
+spawn_logged "$dir/srv" "$server_prog" server "$GFR_SERVER_ADDR" $port -c 0
 server=$!
 wait_for_output "$dir/srv" listening 60 || exit 1
 served "after the link flap, by a new server on re-created devices"

@@ -37,7 +37,7 @@ refused 20131 "does not use GID 0" -o gid-index=0 || exit 1
 refused 20132 "resolves to device rxe1, but device=rxe0" -o device=rxe0 || exit 1
 
 # Port 0: the listener reports the port it bound, and a client reaches it.
-"$prog" server "$GFR_SERVER_ADDR" 0 -c 1 >"$out" 2>&1 &
+spawn_logged "$out" "$prog" server "$GFR_SERVER_ADDR" 0 -c 1
 server=$!
 wait_for_output "$out" listening 30 || { cat "$out"; exit 1; }
 port=$(sed -n 's/.*listening on 10.99.0.1 port \([0-9]*\)$/\1/p' "$out")
@@ -46,7 +46,7 @@ timeout 60 "$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" -n 20 >"
 	{ cat "$out.client"; echo "t-engine-placement: connecting to the bound port $port failed"; exit 1; }
 wait "$server" || { cat "$out"; exit 1; }
 
-"$prog" server "$GFR_SERVER_ADDR" 20133 -c 8 -o pollers=4 >"$out" 2>&1 &
+spawn_logged "$out" "$prog" server "$GFR_SERVER_ADDR" 20133 -c 8 -o pollers=4
 server=$!
 wait_for_output "$out" listening 30 || { cat "$out"; exit 1; }
 "$prog" client "$GFR_SERVER_ADDR" 20133 "$GFR_CLIENT_ADDR" -c 8 -n 400 -b 4 -o pollers=4 >"$out.client" 2>&1 &
