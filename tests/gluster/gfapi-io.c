@@ -55,6 +55,19 @@
  *       creates) and unmounts.  Each wait gives up after N seconds
  *       (default 300; exit 1).
  *
+ *   gfapi-io serve VOLFILE VOLNAME [--size-mib N] [--reads N] [--files N]
+ *       mounts once, writes an N MiB data file (default 64), prints "ready"
+ *       and then answers commands on standard input, one a line, until
+ *       "quit": "reads N GAP_US" (N 4 KiB random preads one at a time, each
+ *       after GAP_US of idling), "threads T N" (T threads of N such reads),
+ *       "write MIB" (a fresh file of MIB MiB in 128 KiB writes, timed to
+ *       the fsync), "read1m" (that file read back in 1 MiB reads, compared)
+ *       and "create N", "stat N", "unlink N" (files f00000.. of a
+ *       directory of its own).  Each answer is "lat US..." (every call's
+ *       latency), "iops X" or "mibps X", then "ok"; a bad command gets
+ *       "error ..." and changes nothing.  N is at most --reads (default
+ *       2000) or --files (default 2000), MIB at most --size-mib.
+ *
  * Common options: --log FILE (gfapi log, level INFO; default /dev/null),
  * --dir NAME (work directory on the volume, created if missing; default
  * gfapi-io), --seed N (pattern seed; default from the clock, always printed),
@@ -111,9 +124,11 @@ enum mode {
     MODE_IO = 4,
     MODE_PAIR = 8,
     MODE_HOLD = 16,
-    MODE_FLOOD = 32
+    MODE_FLOOD = 32,
+    MODE_SERVE = 64
 };
-#define ALL_MODES (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR | MODE_HOLD | MODE_FLOOD)
+#define ALL_MODES                                                              \
+    (MODE_CHECK | MODE_BENCH | MODE_IO | MODE_PAIR | MODE_HOLD | MODE_FLOOD | MODE_SERVE)
 /* flood: blocks in each thread's file */
 #define FLOOD_BLOCKS 16
 
@@ -1391,6 +1406,178 @@ static int run_flood(glfs_t *fs, const struct opts *o, const char *dir)
     return 0;
 }
 
+/* ---- serve mode ---------------------------------------------------------- */
+
+/* What serve keeps between commands: the data file 4 KiB reads hit, the
+ * file writes and 1 MiB reads move, and the directory of the metadata
+ * calls. */
+struct served {
+    glfs_t *fs;
+    const struct opts *o;
+    glfs_fd_t *fd;
+    char path[PATH_LEN];
+    uint64_t size;
+    uint64_t rng;
+    char bulk_path[PATH_LEN];
+    uint64_t bulk_size;
+    uint64_t bulk_seed;
+    char meta_dir[PATH_LEN];
+};
+
+/* Prints "lat" and the n samples, then "ok". */
+static void serve_samples(const double *us, unsigned n)
+{
+    fputs("lat", stdout);
+    for (unsigned i = 0; i < n; i++)
+        printf(" %.1f", us[i]);
+    fputs("\nok\n", stdout);
+}
+
+/* count 4 KiB random reads one at a time, each after gap_us of idling. */
+static void serve_reads(struct served *s, unsigned count, unsigned gap_us)
+{
+    double *us = xmalloc(count * sizeof(*us));
+    struct timespec gap = { gap_us / 1000000, (long)(gap_us % 1000000) * 1000 };
+
+    for (unsigned i = 0; i < count; i++) {
+        if (gap_us)
+            nanosleep(&gap, NULL);
+        timed_random_reads(s->fd, s->path, s->size, &s->rng, 1, &us[i]);
+    }
+    serve_samples(us, count);
+    free(us);
+}
+
+/* threads threads, count 4 KiB random reads each, on the data file. */
+static void serve_threads(struct served *s, unsigned threads, unsigned count)
+{
+    struct reader *rd = xmalloc(threads * sizeof(*rd));
+    pthread_t *tid = xmalloc(threads * sizeof(*tid));
+    double *lat = xmalloc((size_t)threads * count * sizeof(*lat));
+    pthread_barrier_t start;
+    uint64_t t0;
+
+    pthread_barrier_init(&start, NULL, threads + 1);
+    for (unsigned t = 0; t < threads; t++) {
+        rd[t] = (struct reader){ s->fd, s->path, s->size, rng_next(&s->rng), count,
+                                 lat + (size_t)t * count, &start };
+        errno = pthread_create(&tid[t], NULL, reader_run, &rd[t]);
+        if (errno)
+            fail("pthread_create: %s", strerror(errno));
+    }
+    pthread_barrier_wait(&start);
+    t0 = now_ns();
+    for (unsigned t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    t0 = now_ns() - t0;
+    pthread_barrier_destroy(&start);
+    printf("iops %.1f\nok\n", (double)threads * count / secs(t0));
+    free(lat);
+    free(tid);
+    free(rd);
+}
+
+/* Writes mib MiB of a fresh pattern in 128 KiB writes, timed to the fsync. */
+static void serve_write(struct served *s, unsigned mib)
+{
+    glfs_fd_t *fd = create_file(s->fs, s->bulk_path, O_RDWR | O_TRUNC);
+    struct xfer x;
+
+    s->bulk_size = (uint64_t)mib * MIB;
+    s->bulk_seed = rng_next(&s->rng);
+    x = write_pattern(fd, s->bulk_path, s->bulk_size, s->bulk_seed);
+    close_file(fd, s->bulk_path);
+    printf("mibps %.1f\nok\n", mibps(s->bulk_size, x.ns));
+}
+
+/* Reads back, in 1 MiB reads compared, what the last write wrote. */
+static void serve_read_bulk(struct served *s)
+{
+    glfs_fd_t *fd;
+    struct xfer x;
+
+    if (!s->bulk_size) {
+        puts("error read1m before any write");
+        return;
+    }
+    fd = glfs_open(s->fs, s->bulk_path, O_RDONLY);
+    if (!fd)
+        fail("open %s: %s", s->bulk_path, strerror(errno));
+    x = read_pattern(fd, s->bulk_path, s->bulk_size, s->bulk_seed);
+    close_file(fd, s->bulk_path);
+    printf("mibps %.1f\nok\n", mibps(s->bulk_size, x.ns));
+}
+
+static void serve_metadata(struct served *s, enum meta_op op, unsigned count)
+{
+    double *us = xmalloc(count * sizeof(*us));
+
+    timed_metadata(s->fs, s->meta_dir, op, 0, count, us);
+    serve_samples(us, count);
+    free(us);
+}
+
+/* One command line; false at "quit" and at the end of the input. */
+static bool serve_command(struct served *s, const char *line)
+{
+    char word[16];
+    unsigned a = 0, b = 0;
+    int n = sscanf(line, "%15s %u %u", word, &a, &b);
+
+    if (n < 1 || !strcmp(word, "quit"))
+        return false;
+    if (!strcmp(word, "reads") && n == 3 && a && a <= s->o->reads)
+        serve_reads(s, a, b);
+    else if (!strcmp(word, "threads") && n == 3 && a && a <= 256 && b && b <= s->o->reads)
+        serve_threads(s, a, b);
+    else if (!strcmp(word, "write") && n == 2 && a && a <= s->o->size_mib)
+        serve_write(s, a);
+    else if (!strcmp(word, "read1m") && n == 1)
+        serve_read_bulk(s);
+    else if (!strcmp(word, "create") && n == 2 && a && a <= s->o->files)
+        serve_metadata(s, META_CREATE, a);
+    else if (!strcmp(word, "stat") && n == 2 && a && a <= s->o->files)
+        serve_metadata(s, META_STAT, a);
+    else if (!strcmp(word, "unlink") && n == 2 && a && a <= s->o->files)
+        serve_metadata(s, META_UNLINK, a);
+    else
+        printf("error not a command or out of range: %s\n", line);
+    return true;
+}
+
+/* Mounts once, prepares the files, then runs the commands read from
+ * standard input one at a time, each answered on standard output, until
+ * "quit" or the end of the input; the rounds of perf/gluster-rounds drive
+ * two of these, one per transport, so each is its own process with its
+ * own CPU time and context switches. */
+static int run_serve(glfs_t *fs, const struct opts *o, const char *dir)
+{
+    struct served s = { .fs = fs, .o = o, .size = (uint64_t)o->size_mib * MIB,
+                        .rng = mix64(o->seed + 1) };
+    char line[256];
+
+    mkpath(s.path, "%s/serve-%d", dir, (int)getpid());
+    mkpath(s.bulk_path, "%s/serve-%d.bulk", dir, (int)getpid());
+    mkpath(s.meta_dir, "%s/serve-%d.d", dir, (int)getpid());
+    s.fd = create_file(fs, s.path, O_RDWR | O_TRUNC);
+    write_pattern(s.fd, s.path, s.size, o->seed);
+    random_reads_verified(s.fd, s.path, s.size, o->seed, BENCH_VERIFY_READS);
+    make_dir(fs, s.meta_dir, false);
+    puts("ready");
+    while (fgets(line, sizeof(line), stdin)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!serve_command(&s, line))
+            break;
+    }
+    close_file(s.fd, s.path);
+    unlink_file(fs, s.path);
+    if (s.bulk_size)
+        unlink_file(fs, s.bulk_path);
+    remove_dir(fs, s.meta_dir);
+    volume_unmount(fs, o);
+    return 0;
+}
+
 /* ---- command line -------------------------------------------------------- */
 
 enum opt_id {
@@ -1446,10 +1633,10 @@ static const unsigned opt_modes[OPT_COUNT] = {
     [OPT_DIR] = ALL_MODES,
     [OPT_SEED] = ALL_MODES,
     [OPT_NO_FINI] = ALL_MODES,
-    [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH | MODE_PAIR,
-    [OPT_FILES] = MODE_CHECK | MODE_BENCH | MODE_PAIR,
+    [OPT_SIZE_MIB] = MODE_CHECK | MODE_BENCH | MODE_PAIR | MODE_SERVE,
+    [OPT_FILES] = MODE_CHECK | MODE_BENCH | MODE_PAIR | MODE_SERVE,
     [OPT_RANDOM_READS] = MODE_CHECK,
-    [OPT_READS] = MODE_BENCH | MODE_PAIR | MODE_HOLD,
+    [OPT_READS] = MODE_BENCH | MODE_PAIR | MODE_HOLD | MODE_SERVE,
     [OPT_THREADS] = MODE_BENCH | MODE_FLOOD,
     [OPT_BLOCK] = MODE_PAIR,
     [OPT_SECONDS] = MODE_IO | MODE_HOLD | MODE_FLOOD,
@@ -1477,6 +1664,7 @@ static void usage(FILE *f)
           "       gfapi-io hold VOLFILE VOLNAME --sync-dir DIR [--reads N | --writes N | "
           "--creates N | --unlinks N] "
           "[--io-kib K] [--seconds N]\n"
+          "       gfapi-io serve VOLFILE VOLNAME [--size-mib N] [--reads N] [--files N]\n"
           "common: [--log FILE] [--dir NAME] [--seed N] [--no-fini]\n",
           f);
 }
@@ -1525,6 +1713,8 @@ static enum mode parse_mode(const char *s)
         return MODE_HOLD;
     if (!strcmp(s, "flood"))
         return MODE_FLOOD;
+    if (!strcmp(s, "serve"))
+        return MODE_SERVE;
     usage_error("unknown mode \"%s\"", s);
 }
 
@@ -1668,7 +1858,7 @@ int main(int argc, char **argv)
     glfs_t *fs;
 
     parse_args(argc, argv, &o);
-    out = o.mode == MODE_BENCH || o.mode == MODE_PAIR ? stderr : stdout;
+    out = o.mode == MODE_BENCH || o.mode == MODE_PAIR || o.mode == MODE_SERVE ? stderr : stdout;
     /* the io test watches the output while it kills the brick */
     setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -1691,6 +1881,7 @@ int main(int argc, char **argv)
     case MODE_PAIR: return run_pair(fs, &o, dir);
     case MODE_HOLD: return run_hold(fs, &o, dir);
     case MODE_FLOOD: return run_flood(fs, &o, dir);
+    case MODE_SERVE: return run_serve(fs, &o, dir);
     }
     return EXIT_USAGE;
 }
