@@ -8,13 +8,21 @@
 perftest_run() {
 	local tool=$1 port=$2
 	shift 2
-	local out server rc
+	local out server rc i
 	out=$(mktemp)
 	timeout 120 "$tool" -d rxe0 -x 1 -F -p "$port" "$@" >"$out.server" 2>&1 &
 	server=$!
-	sleep 1
+	# The client tries to connect once: wait for the server's listener
+	# (a fixed second was not always enough under TCG), up to 30 s.
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$server" 2>/dev/null || break
+		[ -n "$(ss -Hltn "sport = :$port")" ] && break
+		sleep 0.1
+	done
 	timeout 120 "$tool" -d rxe1 -x 1 -F -p "$port" "$@" "$GFR_SERVER_ADDR" >"$out" 2>&1
 	rc=$?
+	# a server whose client failed would wait for it until its timeout
+	[ "$rc" = 0 ] || kill "$server" 2>/dev/null
 	wait "$server" || rc=1
 	if [ "$rc" != 0 ]; then
 		echo "perftest_run: $tool $* failed (exit $rc):" >&2
