@@ -809,16 +809,17 @@ static void *reader_run(void *arg)
     return NULL;
 }
 
-/* threads threads share fd, each doing count random SMALL_IO preads. */
-static void bench_random_reads(glfs_fd_t *fd, const char *path, uint64_t size,
-                               uint64_t seed, unsigned threads, unsigned count)
+/* threads threads share fd, each doing count random SMALL_IO preads (each
+ * thread's offsets seeded from seed and its number), their latencies into
+ * lat (count a thread, thread by thread); returns the wall time of them
+ * all. */
+static uint64_t threaded_random_reads(glfs_fd_t *fd, const char *path, uint64_t size,
+                                      uint64_t seed, unsigned threads, unsigned count,
+                                      double *lat)
 {
     struct reader *rd = xmalloc(threads * sizeof(*rd));
     pthread_t *tid = xmalloc(threads * sizeof(*tid));
-    size_t n = (size_t)threads * count;
-    double *lat = xmalloc(n * sizeof(*lat));
     pthread_barrier_t start;
-    char prefix[32];
     uint64_t t0;
     int err;
 
@@ -836,13 +837,23 @@ static void bench_random_reads(glfs_fd_t *fd, const char *path, uint64_t size,
         pthread_join(tid[t], NULL);
     t0 = now_ns() - t0;
     pthread_barrier_destroy(&start);
+    free(tid);
+    free(rd);
+    return t0;
+}
+
+static void bench_random_reads(glfs_fd_t *fd, const char *path, uint64_t size,
+                               uint64_t seed, unsigned threads, unsigned count)
+{
+    size_t n = (size_t)threads * count;
+    double *lat = xmalloc(n * sizeof(*lat));
+    uint64_t ns = threaded_random_reads(fd, path, size, seed, threads, count, lat);
+    char prefix[32];
 
     snprintf(prefix, sizeof(prefix), "read4k_%ut", threads);
     result_latency(lat, n, prefix);
-    result((double)n / secs(t0), "%s_iops", prefix);
+    result((double)n / secs(ns), "%s_iops", prefix);
     free(lat);
-    free(tid);
-    free(rd);
 }
 
 static void bench_data(glfs_t *fs, const struct opts *o, const char *dir)
@@ -1451,30 +1462,12 @@ static void serve_reads(struct served *s, unsigned count, unsigned gap_us)
 /* threads threads, count 4 KiB random reads each, on the data file. */
 static void serve_threads(struct served *s, unsigned threads, unsigned count)
 {
-    struct reader *rd = xmalloc(threads * sizeof(*rd));
-    pthread_t *tid = xmalloc(threads * sizeof(*tid));
     double *lat = xmalloc((size_t)threads * count * sizeof(*lat));
-    pthread_barrier_t start;
-    uint64_t t0;
+    uint64_t ns = threaded_random_reads(s->fd, s->path, s->size, rng_next(&s->rng),
+                                        threads, count, lat);
 
-    pthread_barrier_init(&start, NULL, threads + 1);
-    for (unsigned t = 0; t < threads; t++) {
-        rd[t] = (struct reader){ s->fd, s->path, s->size, rng_next(&s->rng), count,
-                                 lat + (size_t)t * count, &start };
-        errno = pthread_create(&tid[t], NULL, reader_run, &rd[t]);
-        if (errno)
-            fail("pthread_create: %s", strerror(errno));
-    }
-    pthread_barrier_wait(&start);
-    t0 = now_ns();
-    for (unsigned t = 0; t < threads; t++)
-        pthread_join(tid[t], NULL);
-    t0 = now_ns() - t0;
-    pthread_barrier_destroy(&start);
-    printf("iops %.1f\nok\n", (double)threads * count / secs(t0));
+    printf("iops %.1f\nok\n", (double)threads * count / secs(ns));
     free(lat);
-    free(tid);
-    free(rd);
 }
 
 /* Writes mib MiB of a fresh pattern in 128 KiB writes, timed to the fsync. */
