@@ -238,6 +238,7 @@ struct gfr_rdma_conn_stats {
     unsigned long rdma_reads;         /* RDMA READ operations posted */
     unsigned long rdma_writes;        /* RDMA WRITE operations posted (bulk) */
     unsigned long staged_bytes;       /* bulk copied through staging buffers instead */
+    unsigned long copied_bytes;       /* payload bytes copied in memory, staging included */
     unsigned long registrations;      /* memory registrations (per transfer, and staging buffers) */
     unsigned long registration_ns;    /* time spent registering and deregistering */
     unsigned long errors;             /* problems logged about the connection */

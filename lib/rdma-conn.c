@@ -381,6 +381,7 @@ gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stat
     pthread_mutex_lock(&conn->lock);
     *stats = conn->stats;
     pthread_mutex_unlock(&conn->lock);
+    stats->copied_bytes = uatomic_read(&conn->stats.copied_bytes);
     pthread_mutex_lock(&conn->engine->note_lock);
     stats->errors = conn->nerrors;
     pthread_mutex_unlock(&conn->engine->note_lock);

@@ -441,7 +441,7 @@ struct gfr_rdma_conn {
     struct gfr_wire_limits limits;
     struct gfr_credits credits;
     struct cds_list_head pending;
-    struct gfr_rdma_conn_stats stats;
+    struct gfr_rdma_conn_stats stats; /* copied_bytes: gfr_rdma_count_copied */
     uint32_t xid;
     struct cds_lfht_node table_node; /* dev->conns, by qp_num */
     uint32_t qp_num;
@@ -917,5 +917,16 @@ struct pollfd;
 unsigned gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
                             struct gfr_rdma_dev **devs, unsigned max);
 void gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents);
+
+/* Counts n payload bytes that conn's messages were copied through in
+ * memory (into send slots and queued copies, out of receive buffers, in
+ * and out of staging buffers): issue 32's count of copies per RPC.  Any
+ * thread, with or without conn->lock, since copies are made on both sides
+ * of it: an atomic add, read by gfr_rdma_conn_stats. */
+static inline void
+gfr_rdma_count_copied(struct gfr_rdma_conn *conn, size_t n)
+{
+    uatomic_add(&conn->stats.copied_bytes, n);
+}
 
 #endif /* GFR_RDMA_INTERNAL_H */

@@ -179,6 +179,7 @@ gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *
 
     if (offer->landing && written) {
         gfr_rdma_sbuf_copy_out(offer->landing, written, offer->reply, offer->reply_cnt);
+        gfr_rdma_count_copied(conn, written);
         pthread_mutex_lock(&conn->lock);
         conn->stats.staged_bytes += written;
         pthread_mutex_unlock(&conn->lock);

@@ -170,6 +170,7 @@ deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
         if (d) {
             d->m = *m;
             memcpy(d->data, m->rx.head, m->rx.head_len);
+            gfr_rdma_count_copied(conn, m->rx.head_len);
             d->m.rx.head = d->data;
         }
     }
@@ -284,6 +285,7 @@ pull_sink_get(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
         return -ENOMEM;
     }
     memcpy(pbuf->mem, msg->payload, head);
+    gfr_rdma_count_copied(conn, head);
     m->owned = pbuf;
     return 0;
 }

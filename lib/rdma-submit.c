@@ -66,6 +66,7 @@ stage_pieces(struct gfr_rdma_conn *conn, struct submission *s, const struct iove
         return err;
     s->offer->staged = b;
     gfr_rdma_sbuf_copy_in(b, 0, iov, cnt);
+    gfr_rdma_count_copied(conn, total);
     s->staged_bytes += total;
     if (for_push)
         s->local[s->n_local++] =
@@ -103,6 +104,7 @@ register_pieces(struct gfr_rdma_conn *conn, struct submission *s,
             memcpy(copy + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
         }
+        gfr_rdma_count_copied(conn, off);
         free(s->offer->copy);
         s->offer->copy = copy;
         joined.iov_base = copy;
@@ -201,6 +203,7 @@ copy_and_register(struct gfr_rdma_conn *conn, struct submission *s)
         s->offer->staged = b;
         off = gfr_rdma_sbuf_copy_in(b, 0, msg->head, msg->head_cnt);
         off = gfr_rdma_sbuf_copy_in(b, off, msg->bulk, msg->bulk_cnt);
+        gfr_rdma_count_copied(conn, off);
         s->staged_bytes += off;
         s->read[s->n_read++] = (struct gfr_wire_seg){(uintptr_t)b->mem, b->mr->rkey,
                                                      (uint32_t)off};
@@ -217,6 +220,7 @@ copy_and_register(struct gfr_rdma_conn *conn, struct submission *s)
         memcpy(copy + off, msg->bulk[i].iov_base, msg->bulk[i].iov_len);
         off += msg->bulk[i].iov_len;
     }
+    gfr_rdma_count_copied(conn, off);
     free(s->offer->copy);
     s->offer->copy = copy;
     all.iov_base = copy;
@@ -375,6 +379,7 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
         hdr.written = (uint32_t)s->bulk_len;
         err = gfr_rdma_encode(&hdr, NULL, NULL, iov, n, gfr_rdma_send_cap(conn), &reply);
         if (!err) {
+            gfr_rdma_count_copied(conn, hdr.inline_len);
             err = push_start_locked(conn, s, reply);
             if (err)
                 free(reply);
@@ -548,6 +553,7 @@ gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
             if (!copy)
                 return -ENOMEM;
             memcpy(copy, data, len);
+            gfr_rdma_count_copied(conn, len);
             iov.iov_base = copy;
         }
     }

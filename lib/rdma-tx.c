@@ -179,6 +179,7 @@ gfr_rdma_flush_locked(struct gfr_rdma_conn *conn)
         uint32_t slot = conn->free_slots[--conn->nfree];
 
         memcpy(slot_buf(conn, slot), p->data, p->len);
+        gfr_rdma_count_copied(conn, p->len);
         if (post_slot_locked(conn, slot, p->len, gfr_credits_take_data(&conn->credits),
                              p->offer) != 0)
             return;
@@ -240,6 +241,7 @@ gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
             conn->free_slots[conn->nfree++] = slot;
             return (int)len;
         }
+        gfr_rdma_count_copied(conn, gfr_rdma_iov_total(iov, iovcnt));
         return post_slot_locked(conn, slot, (size_t)len,
                                 gfr_credits_take_data(&conn->credits), offer);
     }
@@ -248,6 +250,7 @@ gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
     err = gfr_rdma_encode(hdr, read, write, iov, iovcnt, gfr_rdma_send_cap(conn), &p);
     if (err)
         return err;
+    gfr_rdma_count_copied(conn, gfr_rdma_iov_total(iov, iovcnt));
     p->offer = offer;
     gfr_rdma_queue_locked(conn, p);
     return 0;

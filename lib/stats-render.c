@@ -69,7 +69,7 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
             ",\"messages\":{\"sent\":%lu,\"received\":%lu,\"credit_updates\":%lu,"
             "\"waited_for_credits\":%lu}"
             ",\"bytes\":{\"sent\":%lu,\"received\":%lu,\"pulled\":%lu,\"pushed\":%lu,"
-            "\"staged\":%lu}"
+            "\"staged\":%lu,\"copied\":%lu}"
             ",\"rdma\":{\"reads\":%lu,\"writes\":%lu,\"offered\":%lu}"
             ",\"registrations\":{\"count\":%lu,\"ns\":%lu}"
             ",\"errors\":{\"count\":%lu,\"reason\":%d,\"last\":",
@@ -78,7 +78,7 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
             s->throttles,
             c->withheld, s->sent, s->received, s->credit_updates,
             s->queued_for_credits, s->bytes_sent, s->bytes_received, s->bulk_pulled,
-            s->bulk_pushed, s->staged_bytes, s->rdma_reads, s->rdma_writes, s->bulk_offered, s->registrations,
+            s->bulk_pushed, s->staged_bytes, s->copied_bytes, s->rdma_reads, s->rdma_writes, s->bulk_offered, s->registrations,
             s->registration_ns, s->errors, c->reason);
     json_str(out, c->last_error);
     fputs("}}", out);

@@ -124,6 +124,7 @@ test_bulk_is_staged_in_a_buffer_registered_once(void **state)
     assert_memory_equal((void *)(uintptr_t)msg.read[0].addr, bulk, BULK);
     assert_int_equal(REGS, 1);
     assert_int_equal(conn->stats.staged_bytes, BULK);
+    assert_true(conn->stats.copied_bytes >= BULK);
     peer_pulled(conn, 1);
     assert_int_equal(done_calls, 1);
 
@@ -217,6 +218,7 @@ test_a_reply_is_pushed_from_staging(void **state)
                         fake_verbs.sent_sge[0].length);
     assert_int_equal(REGS, 1);
     assert_int_equal(conn->stats.staged_bytes, BULK);
+    assert_true(conn->stats.copied_bytes >= BULK);
     gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[0].wr_id, 1);
     test_conn_free(conn);
     assert_int_equal(DEREGS, fake_verbs.registered);
@@ -274,6 +276,7 @@ test_a_server_stages_only_what_needs_no_remote_access(void **state)
     assert_ptr_not_equal((void *)(uintptr_t)fake_verbs.sent_sge[2].addr, bulk);
     assert_int_equal(fake_verbs.last_access, IBV_ACCESS_LOCAL_WRITE);
     assert_int_equal(conn->stats.staged_bytes, BULK);
+    assert_true(conn->stats.copied_bytes >= BULK);
     gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[2].wr_id, 1);
     test_conn_free(conn);
     assert_int_equal(DEREGS, fake_verbs.registered);

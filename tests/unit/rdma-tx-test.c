@@ -97,6 +97,31 @@ test_messages_wait_for_credits_in_order(void **state)
     free_conn(conn);
 }
 
+/* Every payload byte copied is counted: once into a send slot, or into a
+ * queued copy and then, with its header, from there into a slot. */
+static void
+test_copies_are_counted(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(2);
+    size_t queued_len = gfr_wire_hdr_len(0, 0) + 4;
+    unsigned sent_first, flushed;
+
+    (void)state;
+    for (uint32_t xid = 1; xid <= 4; xid++)
+        assert_int_equal(send_xid(conn, xid, NULL), 0);
+    sent_first = fake_verbs.posts;
+    assert_true(sent_first > 0 && sent_first < 4);
+    assert_int_equal(conn->stats.copied_bytes, 4 * 4);
+    pthread_mutex_lock(&conn->lock);
+    assert_int_equal(gfr_credits_on_receive(&conn->credits, (uint16_t)sent_first), 0);
+    gfr_rdma_flush_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+    flushed = fake_verbs.posts - sent_first;
+    assert_true(flushed > 0);
+    assert_int_equal(conn->stats.copied_bytes, 4 * 4 + flushed * queued_len);
+    free_conn(conn);
+}
+
 /* Receive buffers reposted but not yet announced make a CREDIT message go
  * out once enough have piled up, without using a data credit. */
 static void
@@ -198,6 +223,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_messages_wait_for_credits_in_order),
+        cmocka_unit_test(test_copies_are_counted),
         cmocka_unit_test(test_a_credit_update_goes_out_when_due),
         cmocka_unit_test(test_throttle_withholds_credits_until_lifted),
         cmocka_unit_test(test_a_completion_frees_slots_and_settles_its_offer),

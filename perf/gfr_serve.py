@@ -1,0 +1,127 @@
+# The `gfapi-io serve` clients that perf/gluster-rounds and
+# perf/gluster-counts drive (tests/gluster/gfapi-io.c, "serve"), and the
+# CPU time and context switches of their processes, from /proc.
+import os
+import select
+import subprocess
+import sys
+import time
+
+# A client answers within this, or the run fails naming it.
+REPLY_TIMEOUT_S = 600
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def die(msg, code=1):
+    """Ends the calling program with msg, named after it."""
+    print(f"{os.path.basename(sys.argv[0])}: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+class Client:
+    """One `gfapi-io serve` and the brick it talks to."""
+
+    def __init__(self, label, prog, volfile, volname, brick_pid, log_dir, seed,
+                 size_mib, reads, files):
+        """Mounts volname through volfile in a new `prog serve`, whose files
+        (size_mib MiB to read, reads offsets drawn, files for metadata) are
+        named after label, as are its log and stderr in log_dir."""
+        self.label, self.brick_pid = label, int(brick_pid)
+        self.err_path = os.path.join(log_dir, f"rounds-{label}.err")
+        self.err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(
+            [prog, "serve", volfile, volname, "--size-mib", str(size_mib),
+             "--reads", str(reads), "--files", str(files), "--no-fini",
+             "--seed", str(seed), "--dir", f"rounds-{label}",
+             "--log", os.path.join(log_dir, f"rounds-{label}.log")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+            text=True)
+        # its answers, read from the pipe as they come (select() knows
+        # nothing of what a buffered reader already holds)
+        self.pending = b""
+        self.expect("ready")
+
+    def fail(self, what):
+        self.err.flush()
+        with open(self.err_path) as f:
+            tail = f.read()[-2000:]
+        die(f"client {self.label} (pid {self.proc.pid}): {what}; its stderr ends:\n{tail}")
+
+    def line(self):
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + REPLY_TIMEOUT_S
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.fail(f"no answer within {REPLY_TIMEOUT_S} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.fail(f"exited (status {self.proc.wait()})")
+            self.pending += chunk
+        text, self.pending = self.pending.split(b"\n", 1)
+        return text.decode()
+
+    def expect(self, word):
+        got = self.line()
+        if got != word:
+            self.fail(f"said {got!r} where {word!r} was due")
+
+    def run(self, command):
+        """The answer's values: a list of latencies (µs) or one number."""
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self.fail(f"exited (status {self.proc.wait()}) before {command!r}")
+        answer = self.line().split()
+        if not answer or answer[0] == "error":
+            self.fail(f"{command!r}: {' '.join(answer)}")
+        self.expect("ok")
+        values = [float(v) for v in answer[1:]]
+        return values if answer[0] == "lat" else values[0]
+
+    def pids(self):
+        return [self.proc.pid, self.brick_pid]
+
+    def close(self):
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=120)
+        except BrokenPipeError:
+            self.proc.wait()
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.err.close()
+
+
+def proc_snapshot(pids):
+    """The processes' CPU ticks (their exited threads' included) and, per
+    live thread, its voluntary and its involuntary context switches."""
+    ticks, threads = 0, {}
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    st = dict(line.split(":", 1) for line in f if ":" in line)
+            except FileNotFoundError:
+                continue  # exited while listed
+            threads[tid] = (int(st["voluntary_ctxt_switches"]), int(st["nonvoluntary_ctxt_switches"]))
+    return ticks, threads
+
+
+def proc_delta(before, after):
+    """(CPU ticks, voluntary switches, all switches) between two snapshots.
+    A thread counts from its first snapshot, or from 0 when it started in
+    between; what a thread did before it exited in between is lost (the
+    worker pool's threads exit after 1 s idle), so switches can only be
+    undercounted, as perf/proc-delta's."""
+    vol = total = 0
+    for tid, (v, n) in after[1].items():
+        v0, n0 = before[1].get(tid, (0, 0))
+        vol += v - v0
+        total += v - v0 + n - n0
+    return after[0] - before[0], vol, total
