@@ -22,15 +22,16 @@ class Client:
     """One `gfapi-io serve` and the brick it talks to."""
 
     def __init__(self, label, prog, volfile, volname, brick_pid, log_dir, seed,
-                 size_mib, reads, files):
+                 size_mib, reads, files, wrap=()):
         """Mounts volname through volfile in a new `prog serve`, whose files
         (size_mib MiB to read, reads offsets drawn, files for metadata) are
-        named after label, as are its log and stderr in log_dir."""
+        named after label, as are its log and stderr in log_dir; run under
+        the wrap command (valgrind) when given, which keeps its pid."""
         self.label, self.brick_pid = label, int(brick_pid)
         self.err_path = os.path.join(log_dir, f"rounds-{label}.err")
         self.err = open(self.err_path, "w")
         self.proc = subprocess.Popen(
-            [prog, "serve", volfile, volname, "--size-mib", str(size_mib),
+            list(wrap) + [prog, "serve", volfile, volname, "--size-mib", str(size_mib),
              "--reads", str(reads), "--files", str(files), "--no-fini",
              "--seed", str(seed), "--dir", f"rounds-{label}",
              "--log", os.path.join(log_dir, f"rounds-{label}.log")],
