@@ -22,12 +22,15 @@ class Client:
     """One `gfapi-io serve` and the brick it talks to."""
 
     def __init__(self, label, prog, volfile, volname, brick_pid, log_dir, seed,
-                 size_mib, reads, files, wrap=()):
+                 size_mib, reads, files, wrap=(), brick_run=None):
         """Mounts volname through volfile in a new `prog serve`, whose files
         (size_mib MiB to read, reads offsets drawn, files for metadata) are
         named after label, as are its log and stderr in log_dir; run under
-        the wrap command (valgrind) when given, which keeps its pid."""
-        self.label, self.brick_pid = label, int(brick_pid)
+        the wrap command (valgrind) when given, which keeps its pid.  The
+        brick is brick_pid here, or on another host when brick_run (the
+        words of a command that runs one shell command line there, as
+        `ssh HOST`) is given."""
+        self.label, self.brick_pid, self.brick_run = label, int(brick_pid), brick_run
         self.err_path = os.path.join(log_dir, f"rounds-{label}.err")
         self.err = open(self.err_path, "w")
         self.proc = subprocess.Popen(
@@ -84,6 +87,15 @@ class Client:
     def pids(self):
         return [self.proc.pid, self.brick_pid]
 
+    def snapshot(self):
+        """proc_snapshot of the client and its brick, wherever it runs."""
+        if not self.brick_run:
+            return proc_snapshot(self.pids())
+        ticks, threads = proc_snapshot([self.proc.pid])
+        brick_ticks, brick_threads = remote_proc_snapshot(self.brick_pid, self.brick_run)
+        threads.update(brick_threads)
+        return ticks + brick_ticks, threads
+
     def close(self):
         try:
             self.proc.stdin.write("quit\n")
@@ -112,6 +124,41 @@ def proc_snapshot(pids):
                 continue  # exited while listed
             threads[tid] = (int(st["voluntary_ctxt_switches"]), int(st["nonvoluntary_ctxt_switches"]))
     return ticks, threads
+
+
+# One process's stat, then each thread's status after a "task TID" line.
+REMOTE_PROC = ('cat /proc/{pid}/stat && for t in /proc/{pid}/task/*; do '
+               'echo "task ${{t##*/}}"; cat "$t/status" 2>/dev/null; done')
+
+
+def remote_proc_snapshot(pid, run):
+    """proc_snapshot of process pid on another host, through run (the words
+    of a command that runs one shell command line there); its threads are
+    keyed "peer:TID", apart from this host's."""
+    try:
+        res = subprocess.run(list(run) + [REMOTE_PROC.format(pid=pid)], capture_output=True,
+                             text=True, timeout=REPLY_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        die(f"{' '.join(run)}: no /proc of pid {pid} within {REPLY_TIMEOUT_S} s")
+    lines = res.stdout.splitlines()
+    if res.returncode != 0 or not lines:
+        die(f"{' '.join(run)}: cannot read /proc of pid {pid} ({res.returncode}): {res.stderr.strip()}")
+    fields = lines[0].rsplit(")", 1)[1].split()
+    threads, tid, st = {}, None, {}
+
+    def keep():
+        if tid and "voluntary_ctxt_switches" in st:
+            threads["peer:" + tid] = (int(st["voluntary_ctxt_switches"]),
+                                      int(st["nonvoluntary_ctxt_switches"]))
+    for line in lines[1:]:
+        if line.startswith("task "):
+            keep()
+            tid, st = line[5:], {}
+        elif ":" in line:
+            k, v = line.split(":", 1)
+            st[k] = v
+    keep()
+    return int(fields[11]) + int(fields[12]), threads
 
 
 def proc_delta(before, after):

@@ -90,12 +90,32 @@ gluster_transportdir() {
 	sed -n 's/^glusterfs_transportdir = //p' "${GFR_BUILDDIR:?}/Makefile"
 }
 
-# gluster_setup: the tmpfs and the plugin overlay (idempotent).
+# With GFR_HOSTS=1 (fabric-lib.sh: perf/compare-gluster --hosts) the
+# bricks run on GFR_PEER, their directories, volfiles, pid files and logs
+# under GFR_PEER_GLUSTER_RUN there (default /var/tmp/gfr-gluster-peer, on a
+# filesystem that holds trusted.* xattrs), and GlusterFS on both hosts has
+# rdma.so installed (the glusterfs-rdma package) in place of the VM's
+# overlay.
+GFR_PEER_GLUSTER_RUN=${GFR_PEER_GLUSTER_RUN:-/var/tmp/gfr-gluster-peer}
+hosts_mode() { [ "${GFR_HOSTS:-0}" = 1 ]; }
+# brick_root: where the bricks' directories are, on the host that runs them.
+brick_root() { if hosts_mode; then echo "$GFR_PEER_GLUSTER_RUN"; else echo "$GFR_GLUSTER_RUN"; fi; }
+
+# gluster_setup: the tmpfs and the plugin overlay (idempotent); with
+# GFR_HOSTS=1, a check that both hosts have rdma.so.
 gluster_setup() {
 	local tdir plugin=${GFR_BUILDDIR:?}/rpc-transport-rdma/.libs/rdma.so
 	tdir=$(gluster_transportdir)
 	[ -n "$tdir" ] && [ -f "$tdir/socket.so" ] ||
 		{ echo "gluster-lib: no GlusterFS transport directory with socket.so ('$tdir')"; return 1; }
+	if hosts_mode; then
+		[ -f "$tdir/rdma.so" ] ||
+			{ echo "gluster-lib: no $tdir/rdma.so on this host: install the glusterfs-rdma package"; return 1; }
+		peer_run test -f "$tdir/rdma.so" ||
+			{ echo "gluster-lib: no $tdir/rdma.so on $GFR_PEER: install the glusterfs-rdma package there"; return 1; }
+		mkdir -p "$GFR_GLUSTER_RUN" "$GFR_GLUSTER_LOGS"
+		return
+	fi
 	[ -f "$plugin" ] || { echo "gluster-lib: $plugin is not built"; return 1; }
 	if ! mountpoint -q "$GFR_GLUSTER_RUN"; then
 		mkdir -p "$GFR_GLUSTER_RUN" && mount -t tmpfs -o size=2g tmpfs "$GFR_GLUSTER_RUN" || return 1
@@ -127,7 +147,7 @@ brick_volfile() {
 	cat <<VOL
 volume $store
     type storage/posix
-    option directory $GFR_GLUSTER_RUN/$name/brick
+    option directory $(brick_root)/$name/brick
     option mandate-attribute off
 end-volume
 
@@ -196,6 +216,7 @@ VOL
 # brick_start NAME TRANSPORT PORT [OPTION-LINE...]: starts glusterfsd for
 # brick NAME and waits until it listens.  Log: $GFR_GLUSTER_LOGS/NAME-brick.log
 brick_start() {
+	hosts_mode && { peer_brick_start "$@"; return; }
 	local name=$1 transport=$2 port=$3 dir=$GFR_GLUSTER_RUN/$1 i
 	local log=$GFR_GLUSTER_LOGS/$1-brick.log seen
 	mkdir -p "$dir/brick"
@@ -219,12 +240,52 @@ brick_start() {
 	return 1
 }
 
-brick_pid() { cat "$GFR_GLUSTER_RUN/$1/brick.pid" 2>/dev/null; }
+# peer_brick_start NAME TRANSPORT PORT [OPTION-LINE...]: brick_start on the
+# peer (GFR_HOSTS=1); its log stays there, and is shown when it fails.
+peer_brick_start() {
+	local name=$1 transport=$2 port=$3 dir=$GFR_PEER_GLUSTER_RUN/$1 i
+	mkdir -p "$GFR_GLUSTER_RUN/$name" # the client's volfile, here
+	brick_volfile "$@" | peer_run sh -c "mkdir -p $dir/brick && cat >$dir/server.vol" &&
+		peer_run glusterfsd -f "$dir/server.vol" -p "$dir/brick.pid" -l "$dir/brick.log" -L INFO || {
+		echo "gluster-lib: glusterfsd for $name failed to start on $GFR_PEER"
+		peer_run cat "$dir/brick.log"
+		return 1
+	}
+	for i in $(seq 100); do
+		case $transport in
+		tcp) peer_run ss -ltn | grep -q "$GFR_SERVER_ADDR:$((port + 1)) " && return 0 ;;
+		*) peer_run grep -q "listening for RDMA connections on $GFR_SERVER_ADDR:$port" "$dir/brick.log" &&
+			return 0 ;;
+		esac
+		sleep 0.2
+	done
+	echo "gluster-lib: brick $name on $GFR_PEER is not listening after 20 s"
+	peer_run cat "$dir/brick.log"
+	return 1
+}
+
+brick_pid() {
+	if hosts_mode; then
+		peer_run cat "$GFR_PEER_GLUSTER_RUN/$1/brick.pid" 2>/dev/null
+	else
+		cat "$GFR_GLUSTER_RUN/$1/brick.pid" 2>/dev/null
+	fi
+}
 
 # brick_stop NAME [SIGNAL]: stops the brick and waits for it to exit.
 brick_stop() {
 	local pid i
 	pid=$(brick_pid "$1") || return 0
+	if hosts_mode; then
+		peer_run kill -"${2:-TERM}" "$pid" 2>/dev/null
+		for i in $(seq 150); do
+			peer_run kill -0 "$pid" 2>/dev/null || return 0
+			sleep 0.2
+		done
+		echo "gluster-lib: brick $1 (pid $pid) on $GFR_PEER did not exit; killing it"
+		peer_run kill -KILL "$pid" 2>/dev/null
+		return
+	fi
 	kill -"${2:-TERM}" "$pid" 2>/dev/null
 	for i in $(seq 150); do
 		kill -0 "$pid" 2>/dev/null || return 0

@@ -8,15 +8,63 @@
 # local and both ends would use rxe0's internal loopback, and a test would
 # pass without ever touching the fabric.
 
-GFR_SERVER_ADDR=10.99.0.1
-GFR_CLIENT_ADDR=10.99.0.2
-fabric_provider=${GFR_PROVIDER:-rxe}
-fabric_dev0=${fabric_provider}0
-fabric_dev1=${fabric_provider}1
+#
+# With GFR_HOSTS=1 the benchmarks run on your own fabric instead
+# (docs/performance.md, "Running the comparisons on your fabric"): this
+# host is the client, on GFR_CLIENT_DEVICE at GFR_CLIENT_ADDR; the servers
+# run on GFR_PEER (an ssh destination), on GFR_SERVER_DEVICE at
+# GFR_SERVER_ADDR, through GFR_PEER_RUN (default `ssh -o BatchMode=yes
+# GFR_PEER`: a command that runs the one shell command line it is given
+# there); GFR_GID_INDEX is perftest's -x (empty on InfiniBand).
+if [ "${GFR_HOSTS:-0}" = 1 ]; then
+	: "${GFR_PEER:?GFR_HOSTS=1 needs GFR_PEER, the host of the server side}"
+	: "${GFR_SERVER_ADDR:?GFR_HOSTS=1 needs GFR_SERVER_ADDR, the address of the peer on the RDMA network}"
+	: "${GFR_CLIENT_ADDR:?GFR_HOSTS=1 needs GFR_CLIENT_ADDR, the address of this host on the RDMA network}"
+	: "${GFR_SERVER_DEVICE:?GFR_HOSTS=1 needs GFR_SERVER_DEVICE, the RDMA device of the peer}"
+	: "${GFR_CLIENT_DEVICE:?GFR_HOSTS=1 needs GFR_CLIENT_DEVICE, the RDMA device of this host}"
+	GFR_PEER_RUN=${GFR_PEER_RUN:-ssh -o BatchMode=yes $GFR_PEER}
+	GFR_GID_INDEX=${GFR_GID_INDEX-}
+	fabric_dev0=$GFR_SERVER_DEVICE
+	fabric_dev1=$GFR_CLIENT_DEVICE
+else
+	GFR_SERVER_ADDR=10.99.0.1
+	GFR_CLIENT_ADDR=10.99.0.2
+	GFR_GID_INDEX=1 # the IPv4-mapped GID rxe derives from the veth address (RoCE v2)
+	fabric_provider=${GFR_PROVIDER:-rxe}
+	fabric_dev0=${fabric_provider}0
+	fabric_dev1=${fabric_provider}1
+fi
 
-# fabric_vm_name: the kind of VM this runs in, for a benchmark's header:
-# "2 vCPUs under TCG" or "1 CPU under User-Mode Linux".
+# peer_argv CMD [ARG...]: sets peer_cmd to the words that run CMD on the
+# server side: CMD itself in the VM; with GFR_HOSTS=1, GFR_PEER_RUN and
+# CMD's words quoted for the remote shell.  Run "${peer_cmd[@]}" (also in
+# the background: $! is then the process that stands for CMD, killing it
+# ends CMD in the VM, and a remote CMD by its own timeout).
+peer_argv() {
+	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+		read -r -a peer_cmd <<<"$GFR_PEER_RUN"
+		peer_cmd+=("$(printf '%q ' "$@")")
+	else
+		peer_cmd=("$@")
+	fi
+}
+
+# peer_run CMD [ARG...]: runs CMD on the server side (peer_argv), in the
+# foreground, with this call's standard input and output.
+peer_run() {
+	local peer_cmd
+	peer_argv "$@"
+	"${peer_cmd[@]}"
+}
+
+# fabric_vm_name: where this runs, for a benchmark's header: "2 vCPUs
+# under TCG", "1 CPU under User-Mode Linux", or with GFR_HOSTS=1 the two
+# hosts and their devices.
 fabric_vm_name() {
+	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+		echo "hosts $(hostname) ($GFR_CLIENT_DEVICE) -> $GFR_PEER ($GFR_SERVER_DEVICE)"
+		return
+	fi
 	case "${GFR_VM:-tcg}" in
 	uml) echo "$(nproc) CPU under User-Mode Linux" ;;
 	*) echo "$(nproc) vCPUs under TCG" ;;
@@ -46,8 +94,23 @@ fabric_has_counters() {
 	[ -r "/sys/class/infiniband/$fabric_dev0/ports/1/hw_counters/sent_pkts" ]
 }
 
+# port_sent DEV: packets DEV's port 1 sent, from its provider's counters
+# or the standard IB port counters; nothing when it keeps neither.
+port_sent() {
+	local c=/sys/class/infiniband/$1/ports/1
+	if [ -r "$c/hw_counters/sent_pkts" ]; then
+		cat "$c/hw_counters/sent_pkts"
+	elif [ -r "$c/counters/port_xmit_packets" ]; then
+		cat "$c/counters/port_xmit_packets"
+	fi
+}
+
 fabric_snapshot() { # prints the counters as one line, for fabric_check
 	local devices=""
+	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+		port_sent "$GFR_CLIENT_DEVICE"
+		return
+	fi
 	fabric_has_counters &&
 		devices=" $(rdma_counter "$fabric_dev0" sent_pkts) $(rdma_counter "$fabric_dev1" rcvd_pkts)"
 	fabric_has_counters &&
@@ -65,6 +128,17 @@ fabric_snapshot() { # prints the counters as one line, for fabric_check
 # of packets.
 fabric_check() {
 	local -a before after
+	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+		# Two hosts: no veth or lo to watch; this host's device must have
+		# sent the traffic, where it counts packets.
+		local now
+		now=$(fabric_snapshot)
+		[ -n "$1" ] && [ -n "$now" ] ||
+			{ echo "fabric_check: $GFR_CLIENT_DEVICE counts no packets: not checked"; return 0; }
+		echo "fabric_check: $GFR_CLIENT_DEVICE sent $((now - $1)) packets"
+		[ $((now - $1)) -ge "$2" ] || { echo "fabric_check: expected at least $2"; return 1; }
+		return 0
+	fi
 	read -r -a before <<<"$1"
 	read -r -a after <<<"$(fabric_snapshot)"
 	local min=$2 max_lo=${3:-0}

@@ -1,0 +1,51 @@
+#!/bin/bash
+# The comparisons' path for two real hosts (GFR_HOSTS=1: perf/compare-perftest
+# --hosts and perf/compare-gluster --hosts; docs/performance.md, "Running
+# the comparisons on your fabric"), with the VM playing both hosts: the
+# "peer" is reached through GFR_PEER_RUN="sh -c", which takes one shell
+# command line as ssh does, and serves on rxe0 at 10.99.0.1; this side is
+# the client on rxe1.  Every server, brick, pid and /proc read of the peer
+# goes through that command, as it would through ssh.  Each comparison runs
+# 2 paired rounds and must print a figure for each of its pairs (two
+# rounds give no 90 % interval yet: INCONCLUSIVE, nan, which
+# perf/tools-test and t-rounds check beyond) and name the two hosts.
+set -u
+. "$(dirname "$0")/gluster-lib.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+run=$GFR_GLUSTER_RUN/hosts
+fail() { echo "t-hosts: $*"; exit 1; }
+# the VM's rdma.so overlay stands for the package both hosts would have
+gluster_setup || exit 1
+mkdir -p "$run"
+# the peer's bricks need trusted.* xattrs: the VM's tmpfs, not 9p's /var/tmp
+peer_bricks=$GFR_GLUSTER_RUN/peer
+trap 'rm -rf "$run" "$peer_bricks"' EXIT
+hosts=(GFR_PEER=vm-peer GFR_PEER_RUN="sh -c" GFR_PEER_GLUSTER_RUN="$peer_bricks"
+	GFR_SERVER_ADDR=10.99.0.1 GFR_CLIENT_ADDR=10.99.0.2
+	GFR_SERVER_DEVICE=rxe0 GFR_CLIENT_DEVICE=rxe1 GFR_GID_INDEX=1 GFR_ROUNDS=2 GFR_ROUNDS_SEED=5)
+
+env "${hosts[@]}" GFR_ROUNDS_WORKLOADS=turns,stream,verbs,idle \
+	"$top/perf/compare-gluster" --hosts "$GFR_BUILDDIR" >"$run/gluster" 2>&1 ||
+	{ cat "$run/gluster"; fail "compare-gluster --hosts failed"; }
+grep -q "^== GlusterFS over tcp and over rdma, hosts .* (rxe1) -> vm-peer (rxe0)" "$run/gluster" ||
+	{ cat "$run/gluster"; fail "compare-gluster --hosts does not name the hosts"; }
+for n in read4k_turns_p50 read4k_stream_p50 cpu_per_read4k; do
+	grep -Eq "^verdict $n INCONCLUSIVE [0-9.]+ nan nan 2\$" "$run/gluster" ||
+		{ cat "$run/gluster"; fail "compare-gluster --hosts: no verdict for $n over 2 rounds"; }
+done
+grep -Eq "^verdict idle_cpu_pct (PASS|FAIL|INCONCLUSIVE) " "$run/gluster" ||
+	{ cat "$run/gluster"; fail "compare-gluster --hosts: no idle_cpu_pct verdict"; }
+[ -z "$(ls "$peer_bricks" 2>/dev/null)" ] ||
+	fail "compare-gluster --hosts left bricks on the peer: $(ls "$peer_bricks")"
+
+env "${hosts[@]}" "$top/perf/compare-perftest" --hosts "$GFR_BUILDDIR" >"$run/perftest" 2>&1 ||
+	{ cat "$run/perftest"; fail "compare-perftest --hosts failed"; }
+grep -q "^== perftest and gfr-perf across the fabric, hosts .* (rxe1) -> vm-peer (rxe0)" "$run/perftest" ||
+	{ cat "$run/perftest"; fail "compare-perftest --hosts does not name the hosts"; }
+grep -q "^fabric_check: rxe1 sent [0-9]* packets" "$run/perftest" ||
+	{ cat "$run/perftest"; fail "compare-perftest --hosts did not count rxe1's packets"; }
+for n in rtt64_vs_perftest bw1m_vs_perftest rtt64_adaptive_pool_vs_inline; do
+	grep -Eq "^verdict $n INCONCLUSIVE [0-9.]+ nan nan 2\$" "$run/perftest" ||
+		{ cat "$run/perftest"; fail "compare-perftest --hosts: no verdict for $n over 2 rounds"; }
+done
+echo "t-hosts: compare-gluster --hosts and compare-perftest --hosts ran through a peer command, 2 rounds each"
