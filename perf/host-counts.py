@@ -1,12 +1,15 @@
 # The measuring half of perf/host-gluster-counts: one `gfapi-io serve`
-# client against a running brick, 4 KiB reads one after another and then
-# stats, each kind counted on its own.  Natively: CPU time and every
+# client against a running brick, 4 KiB reads one after another, stats,
+# then 128 KiB writes (4 MiB files through write-behind, each to its
+# fsync), each kind counted on its own.  Natively: CPU time and every
 # thread's context switches per fop (/proc).  With --callgrind DIR (the
 # brick and, through --wrap, the client run under callgrind, dumping into
 # DIR): callgrind's counters are zeroed before each kind and dumped after
 # it, and the instructions per fop are summed by the object they ran in.
 #
 # Prints `fop TRANSPORT KIND_NAME VALUE` lines (per fop) beside tables.
+# `host-counts.py split DUMP FOPS LINE-NAME` splits a callgrind dump of
+# FOPS operations (perf/rpc-instructions') the same way.
 #
 # Usage: python3 host-counts.py --reads N [--transport T] [--callgrind DIR --wrap CMD]
 #                               --gfapi-io PROG --log-dir DIR VOLFILE VOLNAME BRICK_PID
@@ -18,7 +21,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gfr_serve import Client, die  # noqa: E402
+from gfr_serve import HZ, Client, die  # noqa: E402
 
 FILES = 50
 
@@ -42,6 +45,19 @@ def threads(pids, names):
     return out
 
 
+def user_system_ticks(pids):
+    """The processes' user and system CPU time in clock ticks, their exited
+    threads' included: how a fop's CPU time splits between user space and
+    the kernel."""
+    user = system = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        user += int(fields[11])
+        system += int(fields[12])
+    return user, system
+
+
 def object_kind(path):
     """Which part of the stack an ELF object is."""
     base = os.path.basename(path)
@@ -60,20 +76,32 @@ def object_kind(path):
     return "other"
 
 
-def self_cost_by_object(path):
-    """Instructions (Ir) by ELF object, from a callgrind dump: each cost
-    line counts to the current ob=, except the line after calls=, which is
-    the call's inclusive cost.  ob= and cob= share one table of compressed
-    names, "(id) name" defining an id and "(id)" using it."""
-    names, cur, by, skip = {}, "?", {}, False
+# callgrind's name compression: one table for objects (ob=, cob=), one
+# for source files (fl=, fi=, fe=, cfi=, cfl=); "(id) name" defines an id,
+# "(id)" uses it.  Which lines set the current object or file:
+NAME_TABLES = {"ob": "ob", "cob": "ob", "fl": "fl", "fi": "fl", "fe": "fl",
+               "cfi": "fl", "cfl": "fl"}
+CURRENT = {"ob": "ob", "fl": "fl", "fi": "fl", "fe": "fl"}
+
+
+def self_cost(path):
+    """Instructions (Ir) by (ELF object, source file), from a callgrind
+    dump: each cost line counts to the current ob= and fl= (or the fi= or
+    fe= of inlined code), except the line after calls=, which is the
+    call's inclusive cost."""
+    names = {"ob": {}, "fl": {}}
+    cur = {"ob": "?", "fl": "?"}
+    by, skip = {}, False
     with open(path) as f:
         for line in f:
-            if line.startswith(("ob=", "cob=")):
-                m = re.match(r"c?ob=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
+            key = line.split("=", 1)[0] if "=" in line[:5] else ""
+            if key in NAME_TABLES:
+                table = names[NAME_TABLES[key]]
+                m = re.match(r"\w+=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
                 if m.group(1) and m.group(2):
-                    names[m.group(1)] = m.group(2)
-                if line.startswith("ob="):
-                    cur = names.get(m.group(1), "?") if m.group(1) else m.group(2)
+                    table[m.group(1)] = m.group(2)
+                if key in CURRENT:
+                    cur[CURRENT[key]] = table.get(m.group(1), "?") if m.group(1) else m.group(2)
             elif line.startswith("calls="):
                 skip = True
             elif line[:1].isdigit() or line[:1] in "+-*":
@@ -82,8 +110,33 @@ def self_cost_by_object(path):
                     continue
                 parts = line.split()
                 if len(parts) >= 2:
-                    by[cur] = by.get(cur, 0) + int(parts[1])
+                    k = (cur["ob"], cur["fl"])
+                    by[k] = by.get(k, 0) + int(parts[1])
     return by
+
+
+def self_cost_by_object(path):
+    """Instructions (Ir) by ELF object, from a callgrind dump."""
+    by = {}
+    for (ob, _), ir in self_cost(path).items():
+        by[ob] = by.get(ob, 0) + ir
+    return by
+
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def source_part(path):
+    """Which part of this project a source file (as its debug information
+    names it, under this tree) belongs to; None for any other file."""
+    path = os.path.normpath(path)
+    for sub, part in (("rpc-transport-rdma/", "the plugin (rpc-transport-rdma/)"),
+                      ("lib/", "the engine (lib/)"),
+                      ("tests/unit/verbs-model", "the verbs model (the adapter's stand-in)"),
+                      ("perf/", "the benchmark")):
+        if path.startswith(os.path.join(TOP, sub)):
+            return part
+    return None
 
 
 def callgrind(action, pid):
@@ -100,6 +153,11 @@ def newest_dump(directory, pid):
 
 
 def main(argv):
+    if argv[:1] == ["split"]:
+        if len(argv) != 4:
+            die("usage: host-counts.py split DUMP FOPS LINE-NAME", 2)
+        split(argv[1], int(argv[2]), "one RPC over the verbs model, both engines", argv[3])
+        return
     import argparse
     p = argparse.ArgumentParser(prog="host-counts")
     p.add_argument("--reads", type=int, required=True)
@@ -119,20 +177,26 @@ def main(argv):
         c.run(f"create {FILES}")
         pids = c.pids()
         names = dict(zip(pids, ("client", "brick")))
-        kinds = [("read4k", [f"reads {fops} 0"]),
-                 ("stat", [f"stat {FILES}"] * (fops // FILES))]
-        for kind, commands in kinds:
+        # "write 4": a fresh 4 MiB file in 32 writes of 128 KiB, then its
+        # fsync; its create and fsync count towards its writes
+        files = max(2, fops // 64)
+        kinds = [("read4k", fops, [f"reads {fops} 0"]),
+                 ("stat", fops, [f"stat {FILES}"] * (fops // FILES)),
+                 ("write128k", 32 * files, ["write 4"] * files)]
+        for kind, fops, commands in kinds:
             if a.callgrind:
                 for pid in pids:
                     callgrind("--zero", pid)
-            t0 = threads(pids, names)
+            t0, us0 = threads(pids, names), user_system_ticks(pids)
             for cmd in commands:
                 c.run(cmd)
-            t1 = threads(pids, names)
+            t1, us1 = threads(pids, names), user_system_ticks(pids)
             if a.callgrind:
                 report_instructions(a.callgrind, f"fop {a.transport} {kind}", fops, pids, names)
             else:
                 report_native(f"fop {a.transport} {kind}", fops, t0, t1)
+                print(f"fop {a.transport} {kind}_user_us {(us1[0] - us0[0]) * 1e6 / HZ / fops:.1f}")
+                print(f"fop {a.transport} {kind}_system_us {(us1[1] - us0[1]) * 1e6 / HZ / fops:.1f}")
         c.run(f"unlink {FILES}")
     finally:
         c.close()
@@ -160,16 +224,29 @@ def report_instructions(directory, kind, fops, pids, names):
     for pid in pids:
         callgrind("--dump=" + kind.split()[-1], pid)
     for pid in pids:
-        by = {}
-        for obj, ir in self_cost_by_object(newest_dump(directory, pid)).items():
-            k = object_kind(obj)
-            by[k] = by.get(k, 0) + ir
-        total = sum(by.values())
-        print(f"  {kind.split()[-1]}, {names[pid]}: instructions per fop, by object")
-        for k, ir in sorted(by.items(), key=lambda x: -x[1]):
-            if ir / fops >= 100:
-                print(f"    {k:44s} {ir / fops:10.0f} {100.0 * ir / total:5.1f}%")
-        print(f"{kind}_instructions_{names[pid]} {total / fops:.0f}")
+        split(newest_dump(directory, pid), fops, f"{kind.split()[-1]}, {names[pid]}",
+              f"{kind}_instructions_{names[pid]}")
+
+
+def split(dump, fops, title, line):
+    """The instructions per fop of a dump, by part: this project's source
+    files apart (the plugin, the engine), the rest by ELF object; then
+    the total as `LINE N`, without the driving program's own work (gfapi-io
+    fills what it writes with a pattern), which is shown but not counted."""
+    by = {}
+    for (obj, fl), ir in self_cost(dump).items():
+        k = source_part(fl) or object_kind(obj)
+        by[k] = by.get(k, 0) + ir
+    total = sum(ir for k, ir in by.items() if not k.startswith("the program"))
+    print(f"  {title}: instructions per fop, by part")
+    for k, ir in sorted(by.items(), key=lambda x: -x[1]):
+        if ir / fops >= 100:
+            print(f"    {k:44s} {ir / fops:10.0f}" +
+                  ("  (not counted)" if k.startswith("the program") else f" {100.0 * ir / total:5.1f}%"))
+    for k in ("the engine (lib/)", "the plugin (rpc-transport-rdma/)"):
+        if k in by:
+            print(f"{line}_{k.split()[1]} {by[k] / fops:.0f}")
+    print(f"{line} {total / fops:.0f}")
 
 
 if __name__ == "__main__":
