@@ -126,9 +126,11 @@ def proc_snapshot(pids):
     return ticks, threads
 
 
-# One process's stat, then each thread's status after a "task TID" line.
-REMOTE_PROC = ('cat /proc/{pid}/stat && for t in /proc/{pid}/task/*; do '
-               'echo "task ${{t##*/}}"; cat "$t/status" 2>/dev/null; done')
+# One process's stat, then each thread's status after a "task TID" line;
+# a thread that exits meanwhile is left out (its status gone), not an
+# error: only a missing process is.
+REMOTE_PROC = ('cat /proc/{pid}/stat || exit 1; for t in /proc/{pid}/task/*; do '
+               'echo "task ${{t##*/}}"; cat "$t/status" 2>/dev/null; done; exit 0')
 
 
 def remote_proc_snapshot(pid, run):

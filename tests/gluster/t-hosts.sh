@@ -24,28 +24,37 @@ hosts=(GFR_PEER=vm-peer GFR_PEER_RUN="sh -c" GFR_PEER_GLUSTER_RUN="$peer_bricks"
 	GFR_SERVER_ADDR=10.99.0.1 GFR_CLIENT_ADDR=10.99.0.2
 	GFR_SERVER_DEVICE=rxe0 GFR_CLIENT_DEVICE=rxe1 GFR_GID_INDEX=1 GFR_ROUNDS=2 GFR_ROUNDS_SEED=5)
 
+# expect NAME FILE PATTERN WHAT: FILE (NAME's output) has a line matching
+# the extended PATTERN, or the test fails with NAME and WHAT after FILE.
+expect() {
+	grep -Eq "$3" "$2" || { cat "$2"; fail "$1: $4"; }
+}
+# paired NAME FILE PAIR...: a figure for each PAIR over the 2 rounds
+# (too few for an interval)
+paired() {
+	local name=$1 file=$2 n
+	shift 2
+	for n; do
+		expect "$name" "$file" "^verdict $n INCONCLUSIVE [0-9.]+ nan nan 2\$" "no verdict for $n over 2 rounds"
+	done
+}
+
 env "${hosts[@]}" GFR_ROUNDS_WORKLOADS=turns,stream,verbs,idle \
 	"$top/perf/compare-gluster" --hosts "$GFR_BUILDDIR" >"$run/gluster" 2>&1 ||
 	{ cat "$run/gluster"; fail "compare-gluster --hosts failed"; }
-grep -q "^== GlusterFS over tcp and over rdma, hosts .* (rxe1) -> vm-peer (rxe0)" "$run/gluster" ||
-	{ cat "$run/gluster"; fail "compare-gluster --hosts does not name the hosts"; }
-for n in read4k_turns_p50 read4k_stream_p50 cpu_per_read4k; do
-	grep -Eq "^verdict $n INCONCLUSIVE [0-9.]+ nan nan 2\$" "$run/gluster" ||
-		{ cat "$run/gluster"; fail "compare-gluster --hosts: no verdict for $n over 2 rounds"; }
-done
-grep -Eq "^verdict idle_cpu_pct (PASS|FAIL|INCONCLUSIVE) " "$run/gluster" ||
-	{ cat "$run/gluster"; fail "compare-gluster --hosts: no idle_cpu_pct verdict"; }
+expect "compare-gluster --hosts" "$run/gluster" \
+	"^== GlusterFS over tcp and over rdma, hosts .* \(rxe1\) -> vm-peer \(rxe0\)" "does not name the hosts"
+paired "compare-gluster --hosts" "$run/gluster" read4k_turns_p50 read4k_stream_p50 cpu_per_read4k
+expect "compare-gluster --hosts" "$run/gluster" "^verdict idle_cpu_pct (PASS|FAIL|INCONCLUSIVE) " \
+	"no idle_cpu_pct verdict"
 [ -z "$(ls "$peer_bricks" 2>/dev/null)" ] ||
 	fail "compare-gluster --hosts left bricks on the peer: $(ls "$peer_bricks")"
 
 env "${hosts[@]}" "$top/perf/compare-perftest" --hosts "$GFR_BUILDDIR" >"$run/perftest" 2>&1 ||
 	{ cat "$run/perftest"; fail "compare-perftest --hosts failed"; }
-grep -q "^== perftest and gfr-perf across the fabric, hosts .* (rxe1) -> vm-peer (rxe0)" "$run/perftest" ||
-	{ cat "$run/perftest"; fail "compare-perftest --hosts does not name the hosts"; }
-grep -q "^fabric_check: rxe1 sent [0-9]* packets" "$run/perftest" ||
-	{ cat "$run/perftest"; fail "compare-perftest --hosts did not count rxe1's packets"; }
-for n in rtt64_vs_perftest bw1m_vs_perftest rtt64_adaptive_pool_vs_inline; do
-	grep -Eq "^verdict $n INCONCLUSIVE [0-9.]+ nan nan 2\$" "$run/perftest" ||
-		{ cat "$run/perftest"; fail "compare-perftest --hosts: no verdict for $n over 2 rounds"; }
-done
+expect "compare-perftest --hosts" "$run/perftest" \
+	"^== perftest and gfr-perf across the fabric, hosts .* \(rxe1\) -> vm-peer \(rxe0\)" "does not name the hosts"
+expect "compare-perftest --hosts" "$run/perftest" "^fabric_check: rxe1 sent [0-9]+ packets" \
+	"did not count rxe1's packets"
+paired "compare-perftest --hosts" "$run/perftest" rtt64_vs_perftest bw1m_vs_perftest rtt64_adaptive_pool_vs_inline
 echo "t-hosts: compare-gluster --hosts and compare-perftest --hosts ran through a peer command, 2 rounds each"
