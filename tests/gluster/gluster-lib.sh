@@ -97,7 +97,6 @@ gluster_transportdir() {
 # rdma.so installed (the glusterfs-rdma package) in place of the VM's
 # overlay.
 GFR_PEER_GLUSTER_RUN=${GFR_PEER_GLUSTER_RUN:-/var/tmp/gfr-gluster-peer}
-hosts_mode() { [ "${GFR_HOSTS:-0}" = 1 ]; }
 # brick_root: where the bricks' directories are, on the host that runs them.
 brick_root() { if hosts_mode; then echo "$GFR_PEER_GLUSTER_RUN"; else echo "$GFR_GLUSTER_RUN"; fi; }
 
@@ -293,6 +292,14 @@ brick_stop() {
 	done
 	echo "gluster-lib: brick $1 (pid $pid) did not exit; killing it"
 	kill -KILL "$pid" 2>/dev/null
+}
+
+# brick_remove NAME: brick_stop, then its directory goes, where the brick
+# ran (the peer with GFR_HOSTS=1) and here.
+brick_remove() {
+	brick_stop "$1"
+	hosts_mode && peer_run rm -rf "$GFR_PEER_GLUSTER_RUN/$1"
+	rm -rf "${GFR_GLUSTER_RUN:?}/$1"
 }
 
 # A gfapi-io hold client (tests/gluster/gfapi-io.c) driven step by step, for

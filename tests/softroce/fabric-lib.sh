@@ -16,7 +16,8 @@
 # GFR_SERVER_ADDR, through GFR_PEER_RUN (default `ssh -o BatchMode=yes
 # GFR_PEER`: a command that runs the one shell command line it is given
 # there); GFR_GID_INDEX is perftest's -x (empty on InfiniBand).
-if [ "${GFR_HOSTS:-0}" = 1 ]; then
+hosts_mode() { [ "${GFR_HOSTS:-0}" = 1 ]; }
+if hosts_mode; then
 	: "${GFR_PEER:?GFR_HOSTS=1 needs GFR_PEER, the host of the server side}"
 	: "${GFR_SERVER_ADDR:?GFR_HOSTS=1 needs GFR_SERVER_ADDR, the address of the peer on the RDMA network}"
 	: "${GFR_CLIENT_ADDR:?GFR_HOSTS=1 needs GFR_CLIENT_ADDR, the address of this host on the RDMA network}"
@@ -41,7 +42,7 @@ fi
 # the background: $! is then the process that stands for CMD, killing it
 # ends CMD in the VM, and a remote CMD by its own timeout).
 peer_argv() {
-	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+	if hosts_mode; then
 		read -r -a peer_cmd <<<"$GFR_PEER_RUN"
 		peer_cmd+=("$(printf '%q ' "$@")")
 	else
@@ -61,7 +62,7 @@ peer_run() {
 # under TCG", "1 CPU under User-Mode Linux", or with GFR_HOSTS=1 the two
 # hosts and their devices.
 fabric_vm_name() {
-	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+	if hosts_mode; then
 		echo "hosts $(hostname) ($GFR_CLIENT_DEVICE) -> $GFR_PEER ($GFR_SERVER_DEVICE)"
 		return
 	fi
@@ -97,17 +98,18 @@ fabric_has_counters() {
 # port_sent DEV: packets DEV's port 1 sent, from its provider's counters
 # or the standard IB port counters; nothing when it keeps neither.
 port_sent() {
-	local c=/sys/class/infiniband/$1/ports/1
-	if [ -r "$c/hw_counters/sent_pkts" ]; then
-		cat "$c/hw_counters/sent_pkts"
-	elif [ -r "$c/counters/port_xmit_packets" ]; then
-		cat "$c/counters/port_xmit_packets"
+	local c=/sys/class/infiniband/$1/ports/1/counters/port_xmit_packets n
+	n=$(rdma_counter "$1" sent_pkts)
+	if [ -n "$n" ]; then
+		echo "$n"
+	elif [ -r "$c" ]; then
+		cat "$c"
 	fi
 }
 
 fabric_snapshot() { # prints the counters as one line, for fabric_check
 	local devices=""
-	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+	if hosts_mode; then
 		port_sent "$GFR_CLIENT_DEVICE"
 		return
 	fi
@@ -128,7 +130,7 @@ fabric_snapshot() { # prints the counters as one line, for fabric_check
 # of packets.
 fabric_check() {
 	local -a before after
-	if [ "${GFR_HOSTS:-0}" = 1 ]; then
+	if hosts_mode; then
 		# Two hosts: no veth or lo to watch; this host's device must have
 		# sent the traffic, where it counts packets.
 		local now
