@@ -108,22 +108,51 @@ class Client:
         self.err.close()
 
 
+def stat_ticks(text):
+    """(user, system) CPU clock ticks from the text of /proc/PID/stat: the
+    process's, its exited threads' included."""
+    fields = text.rsplit(")", 1)[1].split()
+    return int(fields[11]), int(fields[12])
+
+
+def switches(status):
+    """(voluntary, involuntary) context switches from a thread's status
+    fields (name: value)."""
+    return int(status["voluntary_ctxt_switches"]), int(status["nonvoluntary_ctxt_switches"])
+
+
+def cpu_ticks(pid):
+    """stat_ticks of process pid on this host."""
+    with open(f"/proc/{pid}/stat") as f:
+        return stat_ticks(f.read())
+
+
+def thread_table(pids, cpu_ns=False):
+    """{(pid, tid): (name, voluntary, involuntary, ns)} of the live threads
+    of the processes on this host; ns, with cpu_ns, is the thread's time on
+    a CPU from schedstat (finer than clock ticks), else None.  A thread
+    that exits while listed is left out."""
+    out = {}
+    for pid in pids:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            ns = None
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    st = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+                if cpu_ns:
+                    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                        ns = int(f.read().split()[0])
+            except FileNotFoundError:
+                continue
+            out[pid, tid] = (st["Name"],) + switches(st) + (ns,)
+    return out
+
+
 def proc_snapshot(pids):
     """The processes' CPU ticks (their exited threads' included) and, per
     live thread, its voluntary and its involuntary context switches."""
-    ticks, threads = 0, {}
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/status") as f:
-                    st = dict(line.split(":", 1) for line in f if ":" in line)
-            except FileNotFoundError:
-                continue  # exited while listed
-            threads[tid] = (int(st["voluntary_ctxt_switches"]), int(st["nonvoluntary_ctxt_switches"]))
-    return ticks, threads
+    ticks = sum(sum(cpu_ticks(pid)) for pid in pids)
+    return ticks, {tid: (v, n) for (_, tid), (_, v, n, _) in thread_table(pids).items()}
 
 
 # One process's stat, then each thread's status after a "task TID" line;
@@ -145,13 +174,11 @@ def remote_proc_snapshot(pid, run):
     lines = res.stdout.splitlines()
     if res.returncode != 0 or not lines:
         die(f"{' '.join(run)}: cannot read /proc of pid {pid} ({res.returncode}): {res.stderr.strip()}")
-    fields = lines[0].rsplit(")", 1)[1].split()
     threads, tid, st = {}, None, {}
 
     def keep():
         if tid and "voluntary_ctxt_switches" in st:
-            threads["peer:" + tid] = (int(st["voluntary_ctxt_switches"]),
-                                      int(st["nonvoluntary_ctxt_switches"]))
+            threads["peer:" + tid] = switches(st)
     for line in lines[1:]:
         if line.startswith("task "):
             keep()
@@ -160,7 +187,7 @@ def remote_proc_snapshot(pid, run):
             k, v = line.split(":", 1)
             st[k] = v
     keep()
-    return int(fields[11]) + int(fields[12]), threads
+    return sum(stat_ticks(lines[0])), threads
 
 
 def proc_delta(before, after):

@@ -21,41 +21,16 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gfr_serve import HZ, Client, die  # noqa: E402
+from gfr_serve import HZ, Client, cpu_ticks, die, thread_table  # noqa: E402
 
 FILES = 50
 
 
-def threads(pids, names):
-    """{(process, tid): (thread name, voluntary, involuntary, ns on a CPU)}
-    of the live threads (schedstat's ns, not clock ticks: a fop takes a
-    fraction of a tick)."""
-    out = {}
-    for pid in pids:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/status") as f:
-                    st = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    ns = int(f.read().split()[0])
-            except FileNotFoundError:
-                continue
-            out[names[pid], tid] = (st["Name"], int(st["voluntary_ctxt_switches"]),
-                                    int(st["nonvoluntary_ctxt_switches"]), ns)
-    return out
-
-
 def user_system_ticks(pids):
-    """The processes' user and system CPU time in clock ticks, their exited
-    threads' included: how a fop's CPU time splits between user space and
-    the kernel."""
-    user = system = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        user += int(fields[11])
-        system += int(fields[12])
-    return user, system
+    """The processes' user and system CPU time in clock ticks together: how
+    a fop's CPU time splits between user space and the kernel."""
+    ticks = [cpu_ticks(pid) for pid in pids]
+    return sum(t[0] for t in ticks), sum(t[1] for t in ticks)
 
 
 def object_kind(path):
@@ -112,14 +87,6 @@ def self_cost(path):
                 if len(parts) >= 2:
                     k = (cur["ob"], cur["fl"])
                     by[k] = by.get(k, 0) + int(parts[1])
-    return by
-
-
-def self_cost_by_object(path):
-    """Instructions (Ir) by ELF object, from a callgrind dump."""
-    by = {}
-    for (ob, _), ir in self_cost(path).items():
-        by[ob] = by.get(ob, 0) + ir
     return by
 
 
@@ -183,34 +150,36 @@ def main(argv):
         kinds = [("read4k", fops, [f"reads {fops} 0"]),
                  ("stat", fops, [f"stat {FILES}"] * (fops // FILES)),
                  ("write128k", 32 * files, ["write 4"] * files)]
-        for kind, fops, commands in kinds:
+        for kind, n, commands in kinds:
             if a.callgrind:
                 for pid in pids:
                     callgrind("--zero", pid)
-            t0, us0 = threads(pids, names), user_system_ticks(pids)
+            t0, us0 = thread_table(pids, cpu_ns=True), user_system_ticks(pids)
             for cmd in commands:
                 c.run(cmd)
-            t1, us1 = threads(pids, names), user_system_ticks(pids)
+            t1, us1 = thread_table(pids, cpu_ns=True), user_system_ticks(pids)
             if a.callgrind:
-                report_instructions(a.callgrind, f"fop {a.transport} {kind}", fops, pids, names)
+                report_instructions(a.callgrind, f"fop {a.transport} {kind}", n, pids, names)
             else:
-                report_native(f"fop {a.transport} {kind}", fops, t0, t1)
-                print(f"fop {a.transport} {kind}_user_us {(us1[0] - us0[0]) * 1e6 / HZ / fops:.1f}")
-                print(f"fop {a.transport} {kind}_system_us {(us1[1] - us0[1]) * 1e6 / HZ / fops:.1f}")
+                report_native(f"fop {a.transport} {kind}", n, t0, t1, names)
+                print(f"fop {a.transport} {kind}_user_us {(us1[0] - us0[0]) * 1e6 / HZ / n:.1f}")
+                print(f"fop {a.transport} {kind}_system_us {(us1[1] - us0[1]) * 1e6 / HZ / n:.1f}")
         c.run(f"unlink {FILES}")
     finally:
         c.close()
 
 
-def report_native(kind, fops, t0, t1):
-    """A thread that started in between counts from 0; one that exited in
-    between is lost (GlusterFS's threads live as long as the process)."""
+def report_native(kind, fops, t0, t1, names):
+    """Per fop between the thread tables t0 and t1, each thread under its
+    process's name in names.  A thread that started in between counts from
+    0; one that exited in between is lost (GlusterFS's threads live as long
+    as the process)."""
     print(f"  {kind.split()[-1]}: per fop, by thread (voluntary, involuntary switches; µs on a CPU)")
     vol = invol = ns = 0
     for key, (name, v, n, t) in sorted(t1.items()):
         _, v0, n0, tt0 = t0.get(key, (name, 0, 0, 0))
         if v - v0 or n - n0:
-            print(f"    {key[0]:6s} {name:20s} {(v - v0) / fops:8.2f} {(n - n0) / fops:8.2f}"
+            print(f"    {names[key[0]]:6s} {name:20s} {(v - v0) / fops:8.2f} {(n - n0) / fops:8.2f}"
                   f" {(t - tt0) / 1e3 / fops:8.1f}")
         vol += v - v0
         invol += n - n0
