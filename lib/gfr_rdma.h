@@ -299,6 +299,8 @@ struct gfr_rdma_conn_info {
     int throttled;                 /* back-pressure on: credits withheld */
     uint32_t withheld;             /* credits owed to the peer, not yet returned */
     int reason;                    /* why it failed (negative errno), 0 */
+    uint64_t rtt_mean_ns;          /* a client's round trips (gfr_rtt.h): mean */
+    uint64_t rtt_dev_ns;           /* and mean deviation; 0: no sample */
     struct gfr_rdma_conn_stats stats;
     char last_error[GFR_RDMA_ERROR_STR]; /* the last problem logged, "" */
 };
@@ -319,6 +321,9 @@ struct gfr_rdma_poller_info {
     uint64_t kicks;          /* submitters woke it to poll for a reply */
     uint64_t direct;         /* messages whose handlers it ran (dispatch=direct) */
     uint64_t relays;         /* times a pool worker polled in its place */
+    uint64_t timed_sleeps;   /* sleeps until shortly before a reply is due */
+    uint64_t timer_wakeups;  /* of those, ended by their timer */
+    uint64_t lead_ns;        /* how long before a reply's earliest arrival they end */
 };
 
 /* What gfr_rdma_snapshot saw.  Owned by the caller: gfr_rdma_snapshot_free. */

@@ -28,4 +28,8 @@ void gfr_rtt_sample(struct gfr_rtt *r, uint64_t rtt_ns);
  * max_ns]; max_ns before the first sample. */
 uint64_t gfr_rtt_bound(const struct gfr_rtt *r, uint64_t min_ns, uint64_t max_ns);
 
+/* How soon a reply may come: mean - 2 deviations, at least 0; 0 before
+ * the first sample. */
+uint64_t gfr_rtt_early(const struct gfr_rtt *r);
+
 #endif /* GFR_RTT_H */

@@ -33,6 +33,7 @@
 #include "gfr_pool.h"
 #include "gfr_rtt.h"
 #include "gfr_rdma.h"
+#include "gfr_spin_policy.h"
 #include "gfr_wire.h"
 #include "gfr_xfer.h"
 
@@ -142,6 +143,7 @@ struct gfr_rdma_poller {
      * read by snapshots (CMM_LOAD_SHARED); see gfr_rdma_poller_info. */
     uint64_t st_polls, st_completions, st_reaped_after_sleep;
     uint64_t st_sleeps, st_wakeups, st_asleep_ns, st_spin_ns, st_window_ns;
+    uint64_t st_timed_sleeps, st_timer_wakeups;
     uint64_t started_ns;
     int woke; /* the polling thread's own (read by its completion handlers):
                * its last wait ended by an event and no poll has found a
@@ -166,9 +168,18 @@ struct gfr_rdma_poller {
      * time until which polling for them pays, whether the poller is going
      * to sleep or asleep (then a submitter kicks kick_fd). */
     unsigned long awaiting;
-    uint64_t expect_until_ns;
+    uint64_t expect_from_ns, expect_until_ns;
     int asleep;
     int kick_fd;
+    /* Spin or sleep (gfr_spin_policy.h): the poll_lock holder's own rule.
+     * uatomic, for submitters too: how long before a reply's earliest
+     * arrival a timed sleep ends, and timer_fd, the timer that ends one
+     * (set by the poller, or by a submitter for a sleeping poller), with
+     * when it fires (0: not set). */
+    struct gfr_spin_policy spin_policy;
+    uint64_t lead_ns;
+    int timer_fd;
+    uint64_t timer_at_ns;
 
     /* Only the thread holding poll_lock polls the CQ, waits on its channel
      * and touches what the lines above say is the poller's own: the
@@ -792,7 +803,7 @@ void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
 int gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
                           const char *name);
 void gfr_rdma_poller_stop(struct gfr_rdma_poller *p);
-void gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns);
+void gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t early_ns, uint64_t bound_ns);
 void gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n);
 void gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job);
 int gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns);

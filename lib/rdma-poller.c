@@ -5,9 +5,11 @@
  *  - poll-mode adaptive: a window that follows the gap between
  *    completions (gfr_spin_window.h), and beyond it, while requests of its
  *    client connections wait for replies, as long as a reply is expected
- *    (gfr_rtt.h, "Polling where a reply is expected"); a submitter kicks a
- *    sleeping poller awake, so the wake-up overlaps the round trip instead
- *    of following it;
+ *    (gfr_rtt.h, "Polling where a reply is expected"), sleeping until
+ *    shortly before a reply may come when that is later than a timer's
+ *    lateness (gfr_spin_policy.h, "Spin or sleep"); a submitter kicks a
+ *    sleeping poller awake, or sets its timer, so the wake-up overlaps the
+ *    round trip instead of following it;
  *  - busy: never sleeps; event: sleeps after every empty poll.
  * With dispatch=direct the poller runs the handlers of what it reaped
  * itself, after each batch; while it does, a relay (a pool job) may poll
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,12 +47,41 @@
  * only writer). */
 #define POLLER_ADD(p, field, n) CMM_STORE_SHARED((p)->field, (p)->field + (n))
 
+/* How many empty polls between two looks at the clock, each with a
+ * yield of the CPU, while spinning. */
+#define GFR_SPIN_CHECK_POLLS 64
+
 /* Is a reply expected now?  Any thread; a hint: a stale answer costs one
  * poll more or one sleep early. */
 static int
 expecting(struct gfr_rdma_poller *p, uint64_t now)
 {
     return uatomic_read(&p->awaiting) > 0 && now < uatomic_read(&p->expect_until_ns);
+}
+
+/* Until when a reply is expected; 0: none.  Any thread, a hint as above. */
+static uint64_t
+reply_until(struct gfr_rdma_poller *p)
+{
+    return uatomic_read(&p->awaiting) > 0 ? uatomic_read(&p->expect_until_ns) : 0;
+}
+
+/* Sets p's timer to fire at at_ns (CLOCK_MONOTONIC, as gfr_now_ns; 0:
+ * stops it).  Any thread: the poller before a timed sleep, a submitter for
+ * a poller asleep; a race between two leaves one of their times, and
+ * costs at most a wake-up early or a reply found by its completion
+ * event. */
+static void
+arm_timer(struct gfr_rdma_poller *p, uint64_t at_ns)
+{
+    struct itimerspec its = {.it_value = {.tv_sec = (time_t)(at_ns / 1000000000u),
+                                          .tv_nsec = (long)(at_ns % 1000000000u)}};
+
+    if (timerfd_settime(p->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) != 0) {
+        gfr_rdma_log("poller %u: cannot set its timer: %s", p->index, strerror(errno));
+        return;
+    }
+    uatomic_set(&p->timer_at_ns, at_ns);
 }
 
 static void
@@ -212,25 +244,38 @@ poll_once(struct gfr_rdma_poller *p)
     return n < 0 ? n : n + injected;
 }
 
+/* The spin-or-sleep rule at now (gfr_spin_policy.h).  window_ns: the
+ * adaptive window (0: none).  Caller holds poll_lock. */
+static enum gfr_spin_why
+decide(struct gfr_rdma_poller *p, uint64_t now, uint64_t window_ns, uint64_t *until,
+       uint64_t *wake)
+{
+    return gfr_spin_policy_decide(&p->spin_policy, now, window_ns,
+                                  uatomic_read(&p->expect_from_ns), reply_until(p), until, wake);
+}
+
 /*
- * Sleeps on the completion channel and the kick eventfd.  The CQ is armed
- * and polled once more before sleeping, so a completion that arrived
- * between the last empty poll and the arming is not left waiting for the
- * next one (perftest#137).  asleep is set before the last look at
- * expecting() with a full barrier between, and a submitter sets awaiting
- * before it reads asleep (gfr_rdma_poller_expect): one of the two sees the
- * other.  It sleeps without a timeout: an idle poller costs nothing, and
- * gfr_rdma_poller_stop kicks it.  The completions the next poll finds
- * after an event count as reaped after a sleep (p->woke).  Caller holds
- * poll_lock.
+ * Sleeps on the completion channel, the kick eventfd and the timer (set
+ * for wake_ns, 0: none).  The CQ is armed and polled once more before
+ * sleeping, so a completion that arrived between the last empty poll and
+ * the arming is not left waiting for the next one (perftest#137).  asleep
+ * is set before the last look at the replies expected with a full barrier
+ * between, and a submitter sets awaiting before it reads asleep
+ * (gfr_rdma_poller_expect): one of the two sees the other, and a reply
+ * that came to be expected meanwhile is decided for again: polled for at
+ * once, or its timer set.  Without a timer it sleeps for as long as
+ * nothing happens: an idle poller costs nothing, and gfr_rdma_poller_stop
+ * kicks it.  The completions the next poll finds after an event count as
+ * reaped after a sleep (p->woke).  Caller holds poll_lock.
  */
 static void
-wait_for_event(struct gfr_rdma_poller *p)
+wait_for_event(struct gfr_rdma_poller *p, uint64_t wake_ns)
 {
-    struct pollfd pfd[2] = {{.fd = p->channel->fd, .events = POLLIN},
-                            {.fd = p->kick_fd, .events = POLLIN}};
+    struct pollfd pfd[3] = {{.fd = p->channel->fd, .events = POLLIN},
+                            {.fd = p->kick_fd, .events = POLLIN},
+                            {.fd = p->timer_fd, .events = POLLIN}};
     struct ibv_cq *cq;
-    uint64_t start, count;
+    uint64_t start, count, until, wake, timer_at;
     void *ctx;
     int ready;
 
@@ -240,19 +285,46 @@ wait_for_event(struct gfr_rdma_poller *p)
     }
     if (poll_once(p) > 0)
         return;
+    /* A timer left from a reply that came early would wake it for
+     * nothing; one a submitter sets from now on is seen (asleep). */
+    if (!wake_ns && uatomic_read(&p->timer_at_ns))
+        arm_timer(p, 0);
     uatomic_set(&p->asleep, 1);
     cmm_smp_mb();
-    if (expecting(p, gfr_now_ns())) {
-        uatomic_set(&p->asleep, 0);
-        return;
+    start = gfr_now_ns();
+    if (expecting(p, start)) {
+        enum gfr_spin_why why = decide(p, start, 0, &until, &wake);
+
+        if (why == GFR_SPIN_REPLY) {
+            uatomic_set(&p->asleep, 0);
+            return;
+        }
+        if (why == GFR_SLEEP_UNTIL_DUE && (!wake_ns || wake < wake_ns))
+            wake_ns = wake;
+    }
+    if (wake_ns) {
+        timer_at = uatomic_read(&p->timer_at_ns);
+        if (!timer_at || timer_at > wake_ns)
+            arm_timer(p, wake_ns);
+        POLLER_ADD(p, st_timed_sleeps, 1);
     }
     POLLER_ADD(p, st_sleeps, 1);
-    start = gfr_now_ns();
-    ready = poll(pfd, 2, -1);
+    ready = poll(pfd, 3, -1);
     POLLER_ADD(p, st_asleep_ns, gfr_now_ns() - start);
     uatomic_set(&p->asleep, 0);
     if (ready <= 0)
         return;
+    if ((pfd[2].revents & POLLIN) && read(p->timer_fd, &count, sizeof(count)) == sizeof(count)) {
+        timer_at = uatomic_read(&p->timer_at_ns);
+        uatomic_set(&p->timer_at_ns, 0);
+        POLLER_ADD(p, st_timer_wakeups, 1);
+        /* How late it woke, when it slept through the time set: a timer
+         * that fired while the poller was awake says nothing. */
+        if (timer_at && timer_at >= start) {
+            gfr_spin_policy_woke(&p->spin_policy, timer_at, gfr_now_ns());
+            uatomic_set(&p->lead_ns, gfr_spin_policy_lead(&p->spin_policy));
+        }
+    }
     if ((pfd[1].revents & POLLIN) && read(p->kick_fd, &count, sizeof(count)) < 0 &&
         errno != EAGAIN)
         gfr_rdma_log("poller %u: reading its eventfd: %s", p->index, strerror(errno));
@@ -264,18 +336,21 @@ wait_for_event(struct gfr_rdma_poller *p)
 }
 
 /*
- * Polls for up to spin_ns, and on while a reply is expected; 1 when
- * something completed.  Every 64 empty polls it reads the clock and
- * yields: a poller must not keep the CPU from the threads that produce
- * what it waits for (the worker serving the request, rxe's kernel work),
- * which on a machine with few cores share its CPU (docs/performance.md).
- * Caller holds poll_lock.
+ * Polls until until_ns, and on while a reply is expected; 1 when
+ * something completed.  Every GFR_SPIN_CHECK_POLLS empty polls it yields
+ * the CPU and reads the clock: on a machine with few cores the threads
+ * that produce what it waits for (the worker serving the request, the
+ * application thread, rxe's kernel work) share its CPU, and the kernel
+ * runs whichever waits.  A load sample instead (the machine's runnable
+ * tasks from /proc/loadavg, every 200 us, the spin cut short when no CPU
+ * was free) or a spin at SCHED_IDLE measured worse in the TCG VM
+ * (docs/performance-log.md, 2026-11-28).  Caller holds poll_lock.
  */
 static int
-spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
+spin(struct gfr_rdma_poller *p, uint64_t until_ns)
 {
     uint64_t start = gfr_now_ns();
-    uint64_t now = start;
+    uint64_t now;
     int found = 0;
 
     for (unsigned i = 1; !uatomic_read(&p->stopping); i++) {
@@ -284,15 +359,43 @@ spin(struct gfr_rdma_poller *p, uint64_t spin_ns)
             break;
         }
         caa_cpu_relax();
-        if (i % 64 == 0) {
-            now = gfr_now_ns();
-            if (now - start >= spin_ns && !expecting(p, now))
-                break;
-            sched_yield();
-        }
+        if (i % GFR_SPIN_CHECK_POLLS)
+            continue;
+        sched_yield();
+        now = gfr_now_ns();
+        if (now >= until_ns && !expecting(p, now))
+            break;
+        /* A request sent meanwhile whose reply cannot come yet: sleep
+         * until it may (spin_or_sleep sets the timer). */
+        if (uatomic_read(&p->awaiting) &&
+            uatomic_read(&p->expect_from_ns) > now + gfr_spin_policy_lead(&p->spin_policy))
+            break;
     }
     POLLER_ADD(p, st_spin_ns, gfr_now_ns() - start);
     return found;
+}
+
+/*
+ * The spin-or-sleep decision (gfr_spin_policy.h) after an empty poll:
+ * spins for what it allows, or for nothing, and then sleeps.  window_ns:
+ * the adaptive window (0: none).  1 when the spin found a completion, 0
+ * after the sleep.  Caller holds poll_lock.
+ */
+static int
+spin_or_sleep(struct gfr_rdma_poller *p, uint64_t window_ns)
+{
+    uint64_t until, wake;
+
+    decide(p, gfr_now_ns(), window_ns, &until, &wake);
+    if (until) {
+        if (spin(p, until))
+            return 1;
+        /* What ended the spin: nothing due any more, or a reply not due
+         * yet (then wake is when it may be). */
+        decide(p, gfr_now_ns(), 0, &until, &wake);
+    }
+    wait_for_event(p, wake);
+    return 0;
 }
 
 /*
@@ -313,8 +416,8 @@ relay_run(struct gfr_pool_job *job, void *cb_arg, int status)
         p->relaying = 1;
         while (uatomic_read(&p->handling) && !uatomic_read(&p->stopping) &&
                !uatomic_read(&p->broken))
-            if (!spin(p, 0) && uatomic_read(&p->handling))
-                wait_for_event(p);
+            if (poll_once(p) <= 0 && uatomic_read(&p->handling))
+                spin_or_sleep(p, 0);
         p->relaying = 0;
         urcu_memb_unregister_thread();
         pthread_mutex_unlock(&p->poll_lock);
@@ -345,9 +448,9 @@ wait_while_broken(struct gfr_rdma_poller *p)
 /*
  * The poller thread.  In adaptive mode the poll before sleeping follows
  * the gap between completions (gfr_spin_window.h) and goes on while a
- * reply is expected: in the VM a GlusterFS RPC's messages come 1-3 ms
- * apart, and every sleep there costs a wake-up of 0.5-1 ms
- * (docs/performance.md).
+ * reply may come (gfr_spin_policy.h): in the VM a GlusterFS RPC's
+ * messages come 1-3 ms apart, and every sleep there costs a wake-up of
+ * 0.5-1 ms (docs/performance.md).
  */
 static void *
 poller_main(void *arg)
@@ -359,6 +462,7 @@ poller_main(void *arg)
 
     gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
                          (uint64_t)opts->spin_max_us * 1000);
+    gfr_spin_policy_init(&p->spin_policy);
     CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
     urcu_memb_register_thread(); /* finds connections by QP number */
     gfr_pool_set_block_hook(poller_blocking, p);
@@ -376,14 +480,13 @@ poller_main(void *arg)
             break;
         case GFR_POLL_ADAPTIVE:
             start = gfr_now_ns();
-            if ((window.cur_ns || expecting(p, start)) && spin(p, window.cur_ns))
+            if (spin_or_sleep(p, window.cur_ns))
                 break;
-            wait_for_event(p);
             gfr_spin_window_slept(&window, gfr_now_ns() - start);
             CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
             break;
         case GFR_POLL_EVENT:
-            wait_for_event(p);
+            wait_for_event(p, 0);
             break;
         }
     }
@@ -395,19 +498,37 @@ poller_main(void *arg)
 
 /*
  * A request of one of p's client connections waits for its reply, which
- * is expected within bound_ns: the poller polls until then rather than
- * sleep, and is kicked awake if it sleeps (so that it is polling by the
- * time the reply comes).  awaiting is raised before asleep is read, with
- * a full barrier between (see wait_for_event).  Any thread, no lock
+ * is expected between early_ns and bound_ns from now: the poller polls
+ * then rather than sleep.  A sleeping poller is woken in time to be
+ * polling when the reply may come: its timer set for then, or kicked at
+ * once when that is now (so the wake-up overlaps the round trip instead
+ * of following the reply).  awaiting is raised before asleep is read,
+ * with a full barrier between (see wait_for_event).  Any thread, no lock
  * needed.
  */
 void
-gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns)
+gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t early_ns, uint64_t bound_ns)
 {
-    uint64_t until = gfr_now_ns() + bound_ns;
+    uint64_t now = gfr_now_ns();
+    uint64_t from = now + early_ns, until = now + bound_ns;
     uint64_t cur = uatomic_read(&p->expect_until_ns);
+    uint64_t wake, timer_at;
 
-    uatomic_inc(&p->awaiting);
+    /* The first awaited request sets the earliest arrival, later ones
+     * only bring it forward. */
+    if (uatomic_add_return(&p->awaiting, 1) == 1) {
+        uatomic_set(&p->expect_from_ns, from);
+    } else {
+        uint64_t first = uatomic_read(&p->expect_from_ns);
+
+        while (from < first) {
+            uint64_t seen = uatomic_cmpxchg(&p->expect_from_ns, first, from);
+
+            if (seen == first)
+                break;
+            first = seen;
+        }
+    }
     while (cur < until) {
         uint64_t seen = uatomic_cmpxchg(&p->expect_until_ns, cur, until);
 
@@ -416,7 +537,17 @@ gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t bound_ns)
         cur = seen;
     }
     cmm_smp_mb();
-    if (uatomic_read(&p->asleep) && uatomic_xchg(&p->asleep, 0)) {
+    if (!uatomic_read(&p->asleep))
+        return;
+    from = uatomic_read(&p->expect_from_ns);
+    wake = from > uatomic_read(&p->lead_ns) ? from - uatomic_read(&p->lead_ns) : 0;
+    if (wake > now) {
+        timer_at = uatomic_read(&p->timer_at_ns);
+        if (!timer_at || timer_at > wake)
+            arm_timer(p, wake);
+        return;
+    }
+    if (uatomic_xchg(&p->asleep, 0)) {
         uatomic_inc(&p->st_kicks);
         kick(p);
     }
@@ -572,6 +703,8 @@ gfr_rdma_poller_stop(struct gfr_rdma_poller *p)
         ibv_destroy_comp_channel(p->channel);
     if (p->dev && p->kick_fd >= 0)
         close(p->kick_fd);
+    if (p->dev && p->timer_fd >= 0)
+        close(p->timer_fd);
     if (p->dev)
         pthread_mutex_destroy(&p->poll_lock);
 }
@@ -586,6 +719,7 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
 
     p->dev = dev;
     p->cq_size = cq_size;
+    p->timer_fd = -1;
     pthread_mutex_init(&p->poll_lock, NULL);
     __cds_wfcq_init(&p->pbuf_returns_head, &p->pbuf_returns_tail);
     __cds_wfcq_init(&p->injected_head, &p->injected_tail);
@@ -593,6 +727,13 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
     if (p->kick_fd < 0) {
         err = -errno;
         gfr_rdma_log("%s: cannot create an eventfd for poller %u: %s", name, p->index,
+                     strerror(-err));
+        return err;
+    }
+    p->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (p->timer_fd < 0) {
+        err = -errno;
+        gfr_rdma_log("%s: cannot create a timer for poller %u: %s", name, p->index,
                      strerror(-err));
         return err;
     }

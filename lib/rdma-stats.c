@@ -78,6 +78,8 @@ conn_info(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_info *info)
     info->throttled = conn->credits.withheld;
     info->withheld = conn->credits.pending_grant;
     info->reason = conn->reason;
+    info->rtt_mean_ns = conn->rtt.srtt_ns;
+    info->rtt_dev_ns = conn->rtt.rttvar_ns;
     info->stats = conn->stats;
     pthread_mutex_unlock(&conn->lock);
 
@@ -105,6 +107,9 @@ poller_info(const struct gfr_rdma_poller *p, struct gfr_rdma_poller_info *info,
     info->kicks = uatomic_read(&p->st_kicks);
     info->direct = uatomic_read(&p->st_direct);
     info->relays = uatomic_read(&p->st_relays);
+    info->timed_sleeps = CMM_LOAD_SHARED(p->st_timed_sleeps);
+    info->timer_wakeups = CMM_LOAD_SHARED(p->st_timer_wakeups);
+    info->lead_ns = uatomic_read(&p->lead_ns);
     info->alive_ns = p->started_ns && now > p->started_ns ? now - p->started_ns : 0;
 }
 

@@ -412,7 +412,7 @@ await_reply_locked(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
     conn->awaiting++;
     conn->sent_at[msg->xid % GFR_RDMA_XID_BUCKETS] =
         (struct gfr_rdma_sent_at){.xid = msg->xid, .ns = gfr_now_ns()};
-    gfr_rdma_poller_expect(conn->poller,
+    gfr_rdma_poller_expect(conn->poller, gfr_rtt_early(&conn->rtt),
                            gfr_rtt_bound(&conn->rtt, (uint64_t)opts->spin_us * 1000,
                                          (uint64_t)opts->reply_spin_max_us * 1000));
 }

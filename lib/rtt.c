@@ -43,3 +43,9 @@ gfr_rtt_bound(const struct gfr_rtt *r, uint64_t min_ns, uint64_t max_ns)
         b = min_ns;
     return b < max_ns ? b : max_ns;
 }
+
+uint64_t
+gfr_rtt_early(const struct gfr_rtt *r)
+{
+    return r->srtt_ns > 2 * r->rttvar_ns ? r->srtt_ns - 2 * r->rttvar_ns : 0;
+}

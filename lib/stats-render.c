@@ -72,6 +72,7 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
             "\"staged\":%lu,\"copied\":%lu}"
             ",\"rdma\":{\"reads\":%lu,\"writes\":%lu,\"offered\":%lu}"
             ",\"registrations\":{\"count\":%lu,\"ns\":%lu}"
+            ",\"rtt\":{\"mean_ns\":%" PRIu64 ",\"dev_ns\":%" PRIu64 "}"
             ",\"errors\":{\"count\":%lu,\"reason\":%d,\"last\":",
             c->poller, c->credits_window, c->credits_ours, c->credits_theirs, c->queued,
             c->offers, c->rdma_inflight, c->send_queue, c->throttled ? "true" : "false",
@@ -79,7 +80,8 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
             c->withheld, s->sent, s->received, s->credit_updates,
             s->queued_for_credits, s->bytes_sent, s->bytes_received, s->bulk_pulled,
             s->bulk_pushed, s->staged_bytes, s->copied_bytes, s->rdma_reads, s->rdma_writes, s->bulk_offered, s->registrations,
-            s->registration_ns, s->errors, c->reason);
+            s->registration_ns, c->rtt_mean_ns, c->rtt_dev_ns, s->errors,
+            c->reason);
     json_str(out, c->last_error);
     fputs("}}", out);
 }
@@ -94,9 +96,11 @@ json_poller(FILE *out, const struct gfr_rdma_poller_info *p)
             ",\"reaped_after_sleep\":%" PRIu64 ",\"sleeps\":%" PRIu64 ",\"wakeups\":%" PRIu64
             ",\"asleep_ns\":%" PRIu64 ",\"spin_ns\":%" PRIu64 ",\"alive_ns\":%" PRIu64
             ",\"window_ns\":%" PRIu64 ",\"kicks\":%" PRIu64 ",\"direct\":%" PRIu64
-            ",\"relays\":%" PRIu64 "}",
+            ",\"relays\":%" PRIu64 ",\"timed_sleeps\":%" PRIu64
+            ",\"timer_wakeups\":%" PRIu64 ",\"lead_ns\":%" PRIu64 "}",
             p->index, p->polls, p->completions, p->reaped_after_sleep, p->sleeps, p->wakeups,
-            p->asleep_ns, p->spin_ns, p->alive_ns, p->window_ns, p->kicks, p->direct, p->relays);
+            p->asleep_ns, p->spin_ns, p->alive_ns, p->window_ns, p->kicks, p->direct, p->relays,
+            p->timed_sleeps, p->timer_wakeups, p->lead_ns);
 }
 
 static void
@@ -218,18 +222,19 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
     }
     fprintf(out, "\npollers: %u\n", e->npollers);
     if (e->npollers)
-        fprintf(out, "  %-10s %5s %12s %12s %12s %10s %10s %8s %8s %10s %10s %12s %8s\n",
+        fprintf(out, "  %-10s %5s %12s %12s %12s %10s %10s %8s %8s %10s %10s %12s %8s %10s %8s\n",
                 "device", "index", "polls", "completions", "after-sleep", "sleeps", "wakeups",
-                "asleep%", "spin%", "window-us", "kicks", "direct", "relays");
+                "asleep%", "spin%", "window-us", "kicks", "direct", "relays", "timed", "lead-us");
     for (unsigned i = 0; i < e->npollers; i++) {
         const struct gfr_rdma_poller_info *p = &e->pollers[i];
 
         fprintf(out, "  %-10s %5u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
                      " %10" PRIu64 " %8.1f %8.1f %10.1f %10" PRIu64 " %12" PRIu64 " %8" PRIu64
-                     "\n",
+                     " %10" PRIu64 " %8.1f\n",
                 p->device, p->index, p->polls, p->completions, p->reaped_after_sleep, p->sleeps,
                 p->wakeups, percent(p->asleep_ns, p->alive_ns), percent(p->spin_ns, p->alive_ns),
-                us(p->window_ns), p->kicks, p->direct, p->relays);
+                us(p->window_ns), p->kicks, p->direct, p->relays, p->timed_sleeps,
+                us(p->lead_ns));
     }
     fprintf(out, "\nstages (us)%s: untraced calls %" PRIu64 "\n",
             e->latency_stats ? "" : " [latency-stats off]", e->untraced);

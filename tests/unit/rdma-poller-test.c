@@ -12,7 +12,10 @@
  *    thread's watch (gfr_rdma_pollers_watch) once it has run
  *    GFR_RELAY_AFTER_MS;
  *  - a sender kicks a sleeping poller awake when it expects a reply, and
- *    the poller polls instead of sleeping until the reply came.
+ *    the poller polls instead of sleeping until the reply came;
+ *  - a reply that cannot come yet is slept for: the sender sets the
+ *    sleeping poller's timer instead of kicking it, and the poller polls
+ *    once the timer fired.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -265,16 +268,25 @@ on_wc(struct gfr_rdma_poller *p, struct ibv_wc *wc)
         gfr_rdma_poller_defer(p, &j->job);
 }
 
+static void start_with_window(enum gfr_poll_mode mode, unsigned spin_us);
+
 static void
 start(enum gfr_poll_mode mode)
+{
+    start_with_window(mode, 10);
+}
+
+/* Starts the poller with an adaptive window fixed at spin_us. */
+static void
+start_with_window(enum gfr_poll_mode mode, unsigned spin_us)
 {
     struct gfr_pool_opts popts;
 
     memset(&engine, 0, sizeof(engine));
     gfr_rdma_opts_init(&engine.opts);
     engine.opts.poll_mode = mode;
-    engine.opts.spin_us = 10;
-    engine.opts.spin_max_us = 10;
+    engine.opts.spin_us = spin_us;
+    engine.opts.spin_max_us = spin_us;
     engine.on_wc = on_wc;
     engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&engine.lock, NULL);
@@ -429,7 +441,7 @@ test_a_sender_kicks_a_sleeping_poller(void **state)
     (void)state;
     start(GFR_POLL_ADAPTIVE);
     WAIT_UNTIL(uatomic_read(&poller.asleep));
-    gfr_rdma_poller_expect(&poller, 10ull * 1000000000);
+    gfr_rdma_poller_expect(&poller, 0, 10ull * 1000000000);
     assert_int_equal(uatomic_read(&poller.st_kicks), 1);
     /* It polls for the reply instead of sleeping. */
     WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_spin_ns) > 0 && !uatomic_read(&poller.asleep));
@@ -437,11 +449,59 @@ test_a_sender_kicks_a_sleeping_poller(void **state)
     usleep(50000);
     assert_int_equal(CMM_LOAD_SHARED(poller.st_sleeps), sleeps);
     /* A second request while it polls needs no kick. */
-    gfr_rdma_poller_expect(&poller, 10ull * 1000000000);
+    gfr_rdma_poller_expect(&poller, 0, 10ull * 1000000000);
     assert_int_equal(uatomic_read(&poller.st_kicks), 1);
     /* Both replies came: it sleeps again. */
     gfr_rdma_poller_replied(&poller, 2);
     WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_sleeps) > sleeps);
+    complete(1);
+    wait_for_event_named("j1");
+    stop();
+}
+
+static void
+test_a_reply_not_due_sets_the_timer(void **state)
+{
+    uint64_t sent, polls;
+
+    (void)state;
+    start(GFR_POLL_ADAPTIVE);
+    WAIT_UNTIL(uatomic_read(&poller.asleep));
+    sent = gfr_now_ns();
+    gfr_rdma_poller_expect(&poller, 200ull * 1000000, 10ull * 1000000000);
+    /* Not kicked: its timer is set for the reply's earliest arrival. */
+    assert_int_equal(uatomic_read(&poller.st_kicks), 0);
+    assert_true(uatomic_read(&poller.timer_at_ns) >= sent + 200ull * 1000000);
+    assert_int_equal(CMM_LOAD_SHARED(poller.st_timer_wakeups), 0);
+    /* The timer wakes it, and it polls. */
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_timer_wakeups) == 1);
+    assert_true(gfr_now_ns() >= sent + 200ull * 1000000);
+    polls = CMM_LOAD_SHARED(poller.st_polls);
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_polls) >= polls + 1000);
+    assert_false(uatomic_read(&poller.asleep));
+    gfr_rdma_poller_replied(&poller, 1);
+    complete(1);
+    wait_for_event_named("j1");
+    stop();
+}
+
+static void
+test_a_spinning_poller_sleeps_until_the_reply_is_due(void **state)
+{
+    uint64_t sent;
+
+    (void)state;
+    start_with_window(GFR_POLL_ADAPTIVE, 1000000); /* polls for a second */
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_polls) >= 1000);
+    assert_false(uatomic_read(&poller.asleep));
+    sent = gfr_now_ns();
+    gfr_rdma_poller_expect(&poller, 300ull * 1000000, 10ull * 1000000000);
+    /* It stops polling and sleeps until the reply may come. */
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_timed_sleeps) == 1 && uatomic_read(&poller.asleep));
+    assert_true(gfr_now_ns() < sent + 300ull * 1000000);
+    assert_true(uatomic_read(&poller.timer_at_ns) >= sent + 300ull * 1000000);
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_timer_wakeups) == 1);
+    gfr_rdma_poller_replied(&poller, 1);
     complete(1);
     wait_for_event_named("j1");
     stop();
@@ -557,6 +617,8 @@ main(void)
         cmocka_unit_test(test_a_blocking_handler_gets_a_relay),
         cmocka_unit_test(test_a_long_handler_gets_a_relay_from_the_watch),
         cmocka_unit_test(test_a_sender_kicks_a_sleeping_poller),
+        cmocka_unit_test(test_a_reply_not_due_sets_the_timer),
+        cmocka_unit_test(test_a_spinning_poller_sleeps_until_the_reply_is_due),
         cmocka_unit_test(test_cqs_spread_over_completion_vectors),
         cmocka_unit_test(test_a_cq_pass_hands_on_what_was_in_the_cq),
         cmocka_unit_test(test_injected_completions_are_handed_on_by_the_poller),

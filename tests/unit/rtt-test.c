@@ -52,6 +52,21 @@ test_steady_stream_converges(void **state)
 }
 
 static void
+test_early_is_mean_less_two_deviations(void **state)
+{
+    struct gfr_rtt r;
+
+    gfr_rtt_init(&r);
+    assert_int_equal(gfr_rtt_early(&r), 0); /* no sample: at once */
+    gfr_rtt_sample(&r, 1 * MS); /* deviation half the mean */
+    assert_int_equal(gfr_rtt_early(&r), 0);
+    for (int i = 0; i < 100; i++)
+        gfr_rtt_sample(&r, 1 * MS);
+    assert_true(gfr_rtt_early(&r) > 980 * US && gfr_rtt_early(&r) <= 1 * MS);
+    assert_true(gfr_rtt_early(&r) < gfr_rtt_bound(&r, 0, 10 * MS));
+}
+
+static void
 test_jitter_widens_the_bound(void **state)
 {
     struct gfr_rtt steady, jittery;
@@ -99,6 +114,7 @@ main(void)
         cmocka_unit_test(test_no_sample_gives_the_ceiling),
         cmocka_unit_test(test_first_sample_sets_mean_and_half_deviation),
         cmocka_unit_test(test_steady_stream_converges),
+        cmocka_unit_test(test_early_is_mean_less_two_deviations),
         cmocka_unit_test(test_jitter_widens_the_bound),
         cmocka_unit_test(test_bound_stays_within_floor_and_ceiling),
         cmocka_unit_test(test_zero_round_trip_is_a_sample),
