@@ -12,7 +12,7 @@
  * sleep shortly before its earliest arrival: by the lead, twice how late
  * such timers have fired, so that the poller is polling when the reply
  * comes without having spun through the round trip.  Where timers fire
- * late beside the round trip (0.4-0.9 ms in the TCG VM, against 1 ms round
+ * late beside the round trip (0.4-2.9 ms in the TCG VM, against 1 ms round
  * trips) the lead covers the whole round trip and the poller spins as it
  * would without the rule.
  *

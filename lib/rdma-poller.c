@@ -47,9 +47,13 @@
  * only writer). */
 #define POLLER_ADD(p, field, n) CMM_STORE_SHARED((p)->field, (p)->field + (n))
 
-/* How many empty polls between two looks at the clock, each with a
- * yield of the CPU, while spinning. */
+/* How many empty polls between two looks at the clock while spinning. */
 #define GFR_SPIN_CHECK_POLLS 64
+
+/* A spinning poller yields its CPU at least this often: a thread waiting
+ * for that CPU waits no longer.  In the TCG VM 64 polls take longer, so
+ * it yields at every look at the clock; on hardware one in several. */
+#define GFR_SPIN_YIELD_NS 10000ull
 
 /* Is a reply expected now?  Any thread; a hint: a stale answer costs one
  * poll more or one sleep early. */
@@ -337,19 +341,22 @@ wait_for_event(struct gfr_rdma_poller *p, uint64_t wake_ns)
 
 /*
  * Polls until until_ns, and on while a reply is expected; 1 when
- * something completed.  Every GFR_SPIN_CHECK_POLLS empty polls it yields
- * the CPU and reads the clock: on a machine with few cores the threads
- * that produce what it waits for (the worker serving the request, the
- * application thread, rxe's kernel work) share its CPU, and the kernel
- * runs whichever waits.  A load sample instead (the machine's runnable
- * tasks from /proc/loadavg, every 200 us, the spin cut short when no CPU
- * was free) or a spin at SCHED_IDLE measured worse in the TCG VM
- * (docs/performance-log.md, 2026-11-28).  Caller holds poll_lock.
+ * something completed.  Every GFR_SPIN_CHECK_POLLS empty polls it reads
+ * the clock, and yields the CPU when GFR_SPIN_YIELD_NS have passed since
+ * it last did: on a machine with few cores the threads that produce what
+ * it waits for (the worker serving the request, the application thread,
+ * rxe's kernel work) share its CPU, and a yield runs the one waiting on
+ * its run queue at once, which the kernel's preemption does not.  A load
+ * sample instead (the machine's runnable tasks from /proc/loadavg, every
+ * 200 us, the spin cut short when no CPU was free), a spin at SCHED_IDLE,
+ * or another system call in the yield's place measured worse in the TCG
+ * VM (docs/performance-log.md, 2026-11-28).  Caller holds poll_lock.
  */
 static int
 spin(struct gfr_rdma_poller *p, uint64_t until_ns)
 {
     uint64_t start = gfr_now_ns();
+    uint64_t yielded = start;
     uint64_t now;
     int found = 0;
 
@@ -361,8 +368,11 @@ spin(struct gfr_rdma_poller *p, uint64_t until_ns)
         caa_cpu_relax();
         if (i % GFR_SPIN_CHECK_POLLS)
             continue;
-        sched_yield();
         now = gfr_now_ns();
+        if (now - yielded >= GFR_SPIN_YIELD_NS) {
+            sched_yield();
+            yielded = now;
+        }
         if (now >= until_ns && !expecting(p, now))
             break;
         /* A request sent meanwhile whose reply cannot come yet: sleep
