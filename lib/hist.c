@@ -10,6 +10,7 @@
 #include <urcu/system.h>
 #include <urcu/uatomic.h>
 
+#include "gfr_atomic.h"
 #include "gfr_hist.h"
 
 unsigned
@@ -38,17 +39,9 @@ gfr_hist_bucket_low(unsigned b)
 void
 gfr_hist_add(struct gfr_hist *h, uint64_t ns)
 {
-    uint64_t max = uatomic_read(&h->max_ns);
-
     uatomic_add(&h->bucket[gfr_hist_bucket(ns)], 1);
     uatomic_add(&h->sum_ns, ns);
-    while (ns > max) {
-        uint64_t seen = uatomic_cmpxchg(&h->max_ns, max, ns);
-
-        if (seen == max)
-            break;
-        max = seen;
-    }
+    gfr_uatomic_max_u64(&h->max_ns, ns);
 }
 
 void

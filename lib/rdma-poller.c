@@ -39,6 +39,7 @@
 #include <urcu/uatomic.h>
 #include <urcu/urcu-memb.h>
 
+#include "gfr_atomic.h"
 #include "gfr_clock.h"
 #include "gfr_spin_window.h"
 #include "rdma-internal.h"
@@ -86,6 +87,17 @@ arm_timer(struct gfr_rdma_poller *p, uint64_t at_ns)
         return;
     }
     uatomic_set(&p->timer_at_ns, at_ns);
+}
+
+/* Sets p's timer to fire at at_ns unless it already fires earlier (and
+ * has not fired yet, or was not read since).  Any thread, as arm_timer. */
+static void
+arm_timer_by(struct gfr_rdma_poller *p, uint64_t at_ns)
+{
+    uint64_t timer_at = uatomic_read(&p->timer_at_ns);
+
+    if (!timer_at || timer_at > at_ns)
+        arm_timer(p, at_ns);
 }
 
 static void
@@ -307,9 +319,7 @@ wait_for_event(struct gfr_rdma_poller *p, uint64_t wake_ns)
             wake_ns = wake;
     }
     if (wake_ns) {
-        timer_at = uatomic_read(&p->timer_at_ns);
-        if (!timer_at || timer_at > wake_ns)
-            arm_timer(p, wake_ns);
+        arm_timer_by(p, wake_ns);
         POLLER_ADD(p, st_timed_sleeps, 1);
     }
     POLLER_ADD(p, st_sleeps, 1);
@@ -357,7 +367,7 @@ spin(struct gfr_rdma_poller *p, uint64_t until_ns)
 {
     uint64_t start = gfr_now_ns();
     uint64_t yielded = start;
-    uint64_t now;
+    uint64_t now, until, wake;
     int found = 0;
 
     for (unsigned i = 1; !uatomic_read(&p->stopping); i++) {
@@ -377,8 +387,7 @@ spin(struct gfr_rdma_poller *p, uint64_t until_ns)
             break;
         /* A request sent meanwhile whose reply cannot come yet: sleep
          * until it may (spin_or_sleep sets the timer). */
-        if (uatomic_read(&p->awaiting) &&
-            uatomic_read(&p->expect_from_ns) > now + gfr_spin_policy_lead(&p->spin_policy))
+        if (decide(p, now, 0, &until, &wake) == GFR_SLEEP_UNTIL_DUE)
             break;
     }
     POLLER_ADD(p, st_spin_ns, gfr_now_ns() - start);
@@ -520,41 +529,22 @@ void
 gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t early_ns, uint64_t bound_ns)
 {
     uint64_t now = gfr_now_ns();
-    uint64_t from = now + early_ns, until = now + bound_ns;
-    uint64_t cur = uatomic_read(&p->expect_until_ns);
-    uint64_t wake, timer_at;
+    uint64_t from = now + early_ns, lead;
 
     /* The first awaited request sets the earliest arrival, later ones
      * only bring it forward. */
-    if (uatomic_add_return(&p->awaiting, 1) == 1) {
+    if (uatomic_add_return(&p->awaiting, 1) == 1)
         uatomic_set(&p->expect_from_ns, from);
-    } else {
-        uint64_t first = uatomic_read(&p->expect_from_ns);
-
-        while (from < first) {
-            uint64_t seen = uatomic_cmpxchg(&p->expect_from_ns, first, from);
-
-            if (seen == first)
-                break;
-            first = seen;
-        }
-    }
-    while (cur < until) {
-        uint64_t seen = uatomic_cmpxchg(&p->expect_until_ns, cur, until);
-
-        if (seen == cur)
-            break;
-        cur = seen;
-    }
+    else
+        gfr_uatomic_min_u64(&p->expect_from_ns, from);
+    gfr_uatomic_max_u64(&p->expect_until_ns, now + bound_ns);
     cmm_smp_mb();
     if (!uatomic_read(&p->asleep))
         return;
     from = uatomic_read(&p->expect_from_ns);
-    wake = from > uatomic_read(&p->lead_ns) ? from - uatomic_read(&p->lead_ns) : 0;
-    if (wake > now) {
-        timer_at = uatomic_read(&p->timer_at_ns);
-        if (!timer_at || timer_at > wake)
-            arm_timer(p, wake);
+    lead = uatomic_read(&p->lead_ns);
+    if (from > now + lead) {
+        arm_timer_by(p, from - lead);
         return;
     }
     if (uatomic_xchg(&p->asleep, 0)) {
