@@ -94,7 +94,7 @@ class Client:
         ticks, threads = proc_snapshot([self.proc.pid])
         brick_ticks, brick_threads = remote_proc_snapshot(self.brick_pid, self.brick_run)
         threads.update(brick_threads)
-        return ticks + brick_ticks, threads
+        return add_ticks(ticks, brick_ticks), threads
 
     def close(self):
         try:
@@ -148,10 +148,18 @@ def thread_table(pids, cpu_ns=False):
     return out
 
 
+def add_ticks(a, b):
+    """The sum of two (user, system) tick pairs."""
+    return a[0] + b[0], a[1] + b[1]
+
+
 def proc_snapshot(pids):
-    """The processes' CPU ticks (their exited threads' included) and, per
-    live thread, its voluntary and its involuntary context switches."""
-    ticks = sum(sum(cpu_ticks(pid)) for pid in pids)
+    """The processes' (user, system) CPU ticks (their exited threads'
+    included) and, per live thread, its voluntary and its involuntary
+    context switches."""
+    ticks = (0, 0)
+    for pid in pids:
+        ticks = add_ticks(ticks, cpu_ticks(pid))
     return ticks, {tid: (v, n) for (_, tid), (_, v, n, _) in thread_table(pids).items()}
 
 
@@ -187,11 +195,12 @@ def remote_proc_snapshot(pid, run):
             k, v = line.split(":", 1)
             st[k] = v
     keep()
-    return sum(stat_ticks(lines[0])), threads
+    return stat_ticks(lines[0]), threads
 
 
 def proc_delta(before, after):
-    """(CPU ticks, voluntary switches, all switches) between two snapshots.
+    """(CPU ticks, voluntary switches, all switches, user ticks, system
+    ticks) between two snapshots.
     A thread counts from its first snapshot, or from 0 when it started in
     between; what a thread did before it exited in between is lost (the
     worker pool's threads exit after 1 s idle), so switches can only be
@@ -201,4 +210,5 @@ def proc_delta(before, after):
         v0, n0 = before[1].get(tid, (0, 0))
         vol += v - v0
         total += v - v0 + n - n0
-    return after[0] - before[0], vol, total
+    user, system = after[0][0] - before[0][0], after[0][1] - before[0][1]
+    return user + system, vol, total, user, system
