@@ -170,6 +170,11 @@ struct gfr_rdma_msg {
      * remote access to them ends when the reply arrives. */
     const struct iovec *reply;
     unsigned reply_cnt;
+    /* Request: the peer answers it with a reply (a GlusterFS client's
+     * call).  The peer then sends no DONE for a read list this message
+     * offers: the reply ends the peer's access to it, so the buffers stay
+     * until the reply comes or the connection ends, and done runs then. */
+    int expects_reply;
     gfr_rdma_done_fn done; /* may be NULL */
     void *cb_arg;
 };

@@ -25,6 +25,18 @@ enum gfr_wire_type {
     GFR_WIRE_REPLY = 5,
 };
 
+/*
+ * Header flags (a bit a side does not know is ignored, so an older peer
+ * that reads the field as reserved keeps working).
+ *
+ * REPLY_ENDS_READS, on a MSG with a read list that is a request its
+ * receiver will answer: the receiver sends no DONE for the read list; its
+ * REPLY to the xid ends the sender's access instead (the receiver pulls
+ * the list before it delivers the request, so before any reply).  A
+ * receiver that does not know the flag sends its DONE, which does the same.
+ */
+#define GFR_WIRE_F_REPLY_ENDS_READS 0x1u
+
 struct gfr_wire_seg {
     uint64_t addr;
     uint32_t rkey;
@@ -36,6 +48,7 @@ struct gfr_wire_hdr {
     uint8_t n_read;
     uint8_t n_write;
     uint16_t credits;   /* grant */
+    uint16_t flags;     /* GFR_WIRE_F_* */
     uint32_t xid;
     uint32_t inline_len;
     uint32_t read_len;  /* sum of the read segments' lengths */

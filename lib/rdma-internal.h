@@ -341,6 +341,9 @@ struct gfr_rdma_offer {
     unsigned n_write_mr;
     uint64_t write_total;
     void *copy; /* owned copy of the body (gfr_rdma_send, too many iovecs) */
+    /* The request asked its peer to let the reply end its read list
+     * (GFR_WIRE_F_REPLY_ENDS_READS): the REPLY to xid settles DONE. */
+    int reply_ends_reads;
     /* Staging buffers (rdma-sbuf.c) the offer holds until it ends: its
      * bulk's copy (a read list or a push source), and the write list its
      * request offered, copied out into the caller's reply buffers when the
@@ -563,9 +566,10 @@ struct gfr_rdma_conn {
  *   CHECKED -> PULLING      its read list is being read (a transfer has it)
  *   CHECKED -> DELIVERING   inline: handed to the owner
  *   CHECKED -> RELEASED     a CREDIT, DONE or ERROR, handled; or refused
- *   PULLING -> DONE_SENT    all pulled: DONE queued for the peer
+ *   PULLING -> PULLED       all pulled: DONE queued for the peer, unless
+ *                           the request waived it (its reply ends the list)
  *   PULLING -> RELEASED     the pull failed or the connection ended
- *   DONE_SENT -> DELIVERING on its way to the owner
+ *   PULLED -> DELIVERING    on its way to the owner
  *   DELIVERING -> OWNED     the owner's received callback is running (a
  *                           pool job started, or the poller called it)
  *   DELIVERING -> RELEASED  a destroyed pool cancelled its job
@@ -579,7 +583,7 @@ enum gfr_rx_state {
     GFR_RX_RECEIVED,
     GFR_RX_CHECKED,
     GFR_RX_PULLING,
-    GFR_RX_DONE_SENT,
+    GFR_RX_PULLED,
     GFR_RX_DELIVERING,
     GFR_RX_OWNED,
     GFR_RX_RELEASED,
@@ -597,6 +601,7 @@ struct gfr_rdma_rxmsg {
     uint64_t call_ns;
     int after_sleep;
     int data; /* a MSG or REPLY (not CREDIT, DONE, ERROR) */
+    int done_waived; /* a request whose reply ends its read list: no DONE */
     struct gfr_rdma_rx rx;
     struct gfr_rdma_pbuf *owned;
     /* iWARP: the pull's sink, registered over owned for this transfer with

@@ -27,8 +27,8 @@
 static const unsigned rx_next[] = {
     [GFR_RX_RECEIVED] = TO(GFR_RX_CHECKED) | TO(GFR_RX_RELEASED),
     [GFR_RX_CHECKED] = TO(GFR_RX_PULLING) | TO(GFR_RX_DELIVERING) | TO(GFR_RX_RELEASED),
-    [GFR_RX_PULLING] = TO(GFR_RX_DONE_SENT) | TO(GFR_RX_RELEASED),
-    [GFR_RX_DONE_SENT] = TO(GFR_RX_DELIVERING),
+    [GFR_RX_PULLING] = TO(GFR_RX_PULLED) | TO(GFR_RX_RELEASED),
+    [GFR_RX_PULLED] = TO(GFR_RX_DELIVERING),
     [GFR_RX_DELIVERING] = TO(GFR_RX_OWNED) | TO(GFR_RX_RELEASED),
     [GFR_RX_OWNED] = TO(GFR_RX_RELEASED),
     [GFR_RX_RELEASED] = 0,
@@ -36,7 +36,7 @@ static const unsigned rx_next[] = {
 
 static const char *const rx_state_names[] = {
     [GFR_RX_RECEIVED] = "RECEIVED",     [GFR_RX_CHECKED] = "CHECKED",
-    [GFR_RX_PULLING] = "PULLING",       [GFR_RX_DONE_SENT] = "DONE_SENT",
+    [GFR_RX_PULLING] = "PULLING",       [GFR_RX_PULLED] = "PULLED",
     [GFR_RX_DELIVERING] = "DELIVERING", [GFR_RX_OWNED] = "OWNED",
     [GFR_RX_RELEASED] = "RELEASED",
 };
@@ -215,7 +215,8 @@ reply_came_locked(struct gfr_rdma_conn *conn, uint32_t xid)
 
 /*
  * A pull ended (gfr_rdma_xfer_finished_fn).  With all its data, DONE goes
- * back and the message is delivered; failed, or on a connection that is
+ * back (unless the request waived it: its reply will end the read list)
+ * and the message is delivered; failed, or on a connection that is
  * ending, it is released with -ENOTCONN; cancelled at the end of the
  * connection, with -ECANCELED.  Poller thread, or the CM thread at the
  * end; no lock held.
@@ -243,8 +244,9 @@ pull_finished(struct gfr_rdma_xfer *x, int status)
         conn->stats.received++;
         if (d->m.rx.is_reply)
             reply_came_locked(conn, d->m.rx.xid);
-        gfr_rdma_rx_advance(&d->m, GFR_RX_DONE_SENT);
-        if (gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
+        gfr_rdma_rx_advance(&d->m, GFR_RX_PULLED);
+        if (!d->m.done_waived &&
+            gfr_rdma_send_locked(conn, &done, NULL, NULL, NULL, 0, NULL) != 0)
             gfr_rdma_conn_fail_locked(conn, -ENOMEM);
     }
     pthread_mutex_unlock(&conn->lock);
@@ -336,9 +338,10 @@ fail:
 
 /*
  * Checks a decoded msg against the connection's credits and this side's
- * offers, and records what it needs: the offer a DONE/ERROR releases, the
- * request a REPLY answers.  Caller holds conn->lock.  0, or -EPROTO with
- * *reason (the connection must be torn down).
+ * offers, and records what it needs: the offer a DONE/ERROR releases (or
+ * a REPLY, for a request whose reply ends its read list), the request a
+ * REPLY answers.  Caller holds conn->lock.  0, or -EPROTO with *reason
+ * (the connection must be torn down).
  */
 int
 gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
@@ -375,6 +378,15 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
         if (offer) {
             gfr_rdma_offer_arrived_locked(conn, offer, GFR_OFFER_REPLY);
             plan->reply_to = offer;
+        }
+        /* The peer pulled the request's read list before it could answer;
+         * a peer that sent a DONE anyway (one that ignores the flag) has
+         * settled it already, and nothing waits here. */
+        offer = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_DONE);
+        if (offer && offer->reply_ends_reads) {
+            gfr_rdma_offer_arrived_locked(conn, offer, GFR_OFFER_DONE);
+            plan->done_for = offer;
+            plan->done_status = 0;
         }
         break;
     default: /* GFR_WIRE_MSG */
@@ -433,6 +445,8 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
                                     .head = msg.payload, .head_len = msg.hdr.inline_len,
                                     .written = msg.hdr.written};
         m.data = is_data(&msg);
+        m.done_waived = msg.hdr.type == GFR_WIRE_MSG &&
+                        (msg.hdr.flags & GFR_WIRE_F_REPLY_ENDS_READS);
         m.reply_to = plan.reply_to;
         gfr_rdma_rx_advance(&m, GFR_RX_CHECKED);
         if (msg.hdr.n_read) {

@@ -356,7 +356,9 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
     const struct gfr_rdma_msg *msg = s->msg;
     struct gfr_wire_hdr hdr = {.type = msg->is_reply ? GFR_WIRE_REPLY : GFR_WIRE_MSG,
                                .n_read = (uint8_t)s->n_read,
-                               .n_write = (uint8_t)s->n_write, .xid = msg->xid};
+                               .n_write = (uint8_t)s->n_write, .xid = msg->xid,
+                               .flags = s->offer && s->offer->reply_ends_reads
+                                            ? GFR_WIRE_F_REPLY_ENDS_READS : 0};
     unsigned n = msg->head_cnt + (s->layout == LAYOUT_INLINE ? msg->bulk_cnt : 0);
     struct iovec small[4];
     struct iovec *iov;
@@ -437,7 +439,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
     int err;
 
     if (!conn || !msg || (msg->head_cnt && !msg->head) || (msg->bulk_cnt && !msg->bulk) ||
-        (msg->reply_cnt && !msg->reply) || (msg->is_reply && msg->reply_cnt))
+        (msg->reply_cnt && !msg->reply) ||
+        (msg->is_reply && (msg->reply_cnt || msg->expects_reply)))
         return -EINVAL;
     s.head_len = gfr_rdma_iov_total(msg->head, msg->head_cnt);
     s.bulk_len = gfr_rdma_iov_total(msg->bulk, msg->bulk_cnt);
@@ -490,6 +493,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
     err = prepare(conn, &s, inline_max, max_segs);
     if (err)
         goto out;
+    /* A request its peer answers: one SEND fewer per bulk request. */
+    s.offer->reply_ends_reads = msg->expects_reply && s.n_read;
 
     pthread_mutex_lock(&conn->lock);
     if (conn->state == GFR_CONN_DISCONNECTING)

@@ -224,7 +224,7 @@ gfr_rdma_trace_rx(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to)
         return;
     now = gfr_now_ns();
     switch (to) {
-    case GFR_RX_DONE_SENT:
+    case GFR_RX_PULLED:
         record(engine, reply ? GFR_STAGE_REPLY_PULL : GFR_STAGE_REQ_PULL, m->stamp_ns, now);
         break;
     case GFR_RX_OWNED:

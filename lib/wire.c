@@ -53,7 +53,7 @@ gfr_wire_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
     p[2] = hdr->n_read;
     p[3] = hdr->n_write;
     gfr_put_be16(p + 4, hdr->credits);
-    gfr_put_be16(p + 6, 0);
+    gfr_put_be16(p + 6, hdr->flags);
     gfr_put_be32(p + 8, hdr->xid);
     gfr_put_be32(p + 12, hdr->inline_len);
     gfr_put_be32(p + 16, (uint32_t)read_len);
@@ -104,6 +104,7 @@ gfr_wire_decode(const void *buf, size_t len,
     hdr->n_read = p[2];
     hdr->n_write = p[3];
     hdr->credits = gfr_get_be16(p + 4);
+    hdr->flags = gfr_get_be16(p + 6);
     hdr->xid = gfr_get_be32(p + 8);
     hdr->inline_len = gfr_get_be32(p + 12);
     hdr->read_len = gfr_get_be32(p + 16);
@@ -122,6 +123,9 @@ gfr_wire_decode(const void *buf, size_t len,
         return violation(reason, "lists or payload on a control message");
     if (hdr->type == GFR_WIRE_REPLY && hdr->n_write)
         return violation(reason, "write list on a reply");
+    if ((hdr->flags & GFR_WIRE_F_REPLY_ENDS_READS) &&
+        (hdr->type != GFR_WIRE_MSG || !hdr->n_read))
+        return violation(reason, "a reply asked to end a read list on a message without one");
     /* ERROR carries its errno in the same field */
     if (hdr->written && hdr->type != GFR_WIRE_REPLY && hdr->type != GFR_WIRE_ERROR)
         return violation(reason, "bytes written claimed by a message that is not a reply");

@@ -135,6 +135,8 @@ submit_record(rpc_transport_t *this, const struct record *r)
     m.head_cnt = 1 + (unsigned)msg->rpchdrcount + (unsigned)msg->proghdrcount;
     m.bulk = msg->progpayload;
     m.bulk_cnt = (unsigned)msg->progpayloadcount;
+    /* rpc-clnt's calls are answered; a brick's callbacks are not. */
+    m.expects_reply = !r->is_reply && priv->role == GFR_TRANS_CLIENT;
 
     pthread_mutex_lock(&priv->lock);
     conn = priv->conn;

@@ -25,6 +25,7 @@ static int lock_free_in_submit;
 static unsigned submitting_in_submit;
 static gfr_rdma_done_fn last_done;
 static void *last_cb_arg;
+static int last_expects_reply;
 
 /* The engine, stubbed: what the submission saw when it called it. */
 int
@@ -38,6 +39,7 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
     }
     last_done = msg->done;
     last_cb_arg = msg->cb_arg;
+    last_expects_reply = msg->expects_reply;
     return 0;
 }
 
@@ -112,11 +114,58 @@ test_the_engine_is_called_without_the_transports_lock(void **state)
     pthread_mutex_destroy(&priv.lock);
 }
 
+/* A client's call is answered (the brick then sends no DONE for its
+ * bulk); a brick's callback, submitted as a request too, is not, and a
+ * reply never is. */
+static void
+test_only_a_clients_calls_expect_a_reply(void **state)
+{
+    static uint8_t hdr[64] = {0, 0, 0, 43};
+    static uint8_t data[64 << 10];
+    struct iovec rpchdr = {hdr, sizeof(hdr)};
+    struct iovec body = {data, sizeof(data)};
+    rpc_transport_req_t req;
+    rpc_transport_reply_t reply;
+
+    (void)state;
+    memset(&priv, 0, sizeof(priv));
+    priv.trans = &trans;
+    priv.conn = the_conn;
+    pthread_mutex_init(&priv.lock, NULL);
+    pthread_cond_init(&priv.no_submitter, NULL);
+    CDS_INIT_LIST_HEAD(&priv.offered);
+    memset(&req, 0, sizeof(req));
+    req.msg.rpchdr = &rpchdr;
+    req.msg.rpchdrcount = 1;
+    req.msg.progpayload = &body;
+    req.msg.progpayloadcount = 1;
+
+    priv.role = GFR_TRANS_CLIENT;
+    assert_int_equal(gfr_plugin_submit_request(&trans, &req), 0);
+    assert_true(last_expects_reply);
+    last_done(last_cb_arg, 0);
+
+    priv.role = GFR_TRANS_ACCEPTED;
+    assert_int_equal(gfr_plugin_submit_request(&trans, &req), 0);
+    assert_false(last_expects_reply);
+    last_done(last_cb_arg, 0);
+
+    memset(&reply, 0, sizeof(reply));
+    reply.msg = req.msg;
+    assert_int_equal(gfr_plugin_submit_reply(&trans, &reply), 0);
+    assert_false(last_expects_reply);
+    last_done(last_cb_arg, 0);
+
+    pthread_cond_destroy(&priv.no_submitter);
+    pthread_mutex_destroy(&priv.lock);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_engine_is_called_without_the_transports_lock),
+        cmocka_unit_test(test_only_a_clients_calls_expect_a_reply),
     };
 
     return cmocka_run_group_tests_name("plugin-tx", tests, NULL, NULL);

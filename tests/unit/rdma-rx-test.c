@@ -306,11 +306,12 @@ free_receives(struct gfr_rdma_conn *conn)
  * not 0), as the poller hands it on: opcode says what consumed the buffer.
  */
 static void
-complete_msg(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode, uint32_t read_len)
+complete_msg_with(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode, uint32_t read_len,
+                  uint16_t flags)
 {
     struct gfr_wire_seg read = {.addr = 0x100000, .rkey = 99, .length = read_len};
     struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 7, .inline_len = 4,
-                               .n_read = read_len ? 1 : 0};
+                               .n_read = read_len ? 1 : 0, .flags = flags};
     uint32_t size = test_engine.opts.inline_max;
     size_t hdr_len = gfr_wire_hdr_len(hdr.n_read, 0);
     struct ibv_wc wc = {.status = IBV_WC_SUCCESS, .opcode = opcode,
@@ -325,6 +326,12 @@ complete_msg(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode, uint32_t rea
     conn->recv_wr[0].posted = 1;
     gfr_rdma_conn_get(conn); /* the receive's reference, dropped by the completion */
     gfr_rdma_cq_complete(&poller, &wc);
+}
+
+static void
+complete_msg(struct gfr_rdma_conn *conn, enum ibv_wc_opcode opcode, uint32_t read_len)
+{
+    complete_msg_with(conn, opcode, read_len, 0);
 }
 
 static void
@@ -413,6 +420,87 @@ test_on_iwarp_a_read_sink_is_registered_for_its_transfer(void **state)
     assert_false(fake_verbs.live_key[sink]);
     assert_int_equal(received_calls, 1);
     free_receives(conn);
+    free_conn(conn);
+}
+
+/* The SENDs posted so far whose header says type. */
+static unsigned
+sends_of_type(uint8_t type)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < fake_verbs.posts && i < FAKE_MAX_SENT; i++)
+        if (fake_verbs.sent[i].opcode == IBV_WR_SEND &&
+            ((const uint8_t *)(uintptr_t)fake_verbs.sent_sge[i].addr)[1] == type)
+            n++;
+    return n;
+}
+
+/* A pulled request answers DONE, unless it said its reply will end the
+ * read list: then it is delivered with no SEND at all. */
+static void
+test_a_request_whose_reply_ends_its_read_list_gets_no_done(void **state)
+{
+    const struct ibv_send_wr *rd;
+
+    (void)state;
+    for (int waived = 0; waived <= 1; waived++) {
+        struct gfr_rdma_conn *conn = make_conn();
+
+        received_calls = 0;
+        complete_msg_with(conn, IBV_WC_RECV, 100000,
+                          waived ? GFR_WIRE_F_REPLY_ENDS_READS : 0);
+        rd = posted_read();
+        gfr_rdma_xfer_complete((struct gfr_rdma_wr *)(uintptr_t)rd->wr_id, 1);
+        gfr_rdma_conn_put(conn); /* the READ's reference */
+        assert_int_equal(received_calls, 1);
+        assert_int_equal(sends_of_type(GFR_WIRE_DONE), waived ? 0 : 1);
+        free_receives(conn);
+        free_conn(conn);
+    }
+}
+
+/* The sender's side: the REPLY to a request that waived its DONE ends the
+ * read list as the DONE would (revoked, then settled); a DONE after that
+ * is a violation.  A request that did not waive it still waits for the
+ * DONE after its reply (an older peer's order: DONE, then REPLY). */
+static void
+test_a_reply_ends_the_read_list_its_request_waived_the_done_for(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_msg reply = {.hdr = {.type = GFR_WIRE_REPLY, .xid = 5}};
+    struct gfr_wire_msg done = {.hdr = {.type = GFR_WIRE_DONE, .xid = 5}};
+    struct gfr_rdma_rx_plan plan;
+    struct gfr_rdma_offer *o;
+    const char *reason;
+
+    (void)state;
+    o = add_offer(conn, 5, 1, 0);
+    o->reply_ends_reads = 1;
+    assert_int_equal(check(conn, &reply, &plan, &reason), 0);
+    assert_ptr_equal(plan.done_for, o);
+    assert_int_equal(plan.done_status, 0);
+    assert_null(plan.reply_to);
+    assert_int_equal(o->waits, GFR_OFFER_SEND | GFR_OFFER_REVOKE);
+    assert_int_equal(check(conn, &done, &plan, &reason), -EPROTO);
+
+    /* With reply buffers too: the one REPLY ends both lists. */
+    o = add_offer(conn, 6, 1, 4096);
+    o->reply_ends_reads = 1;
+    reply.hdr.xid = 6;
+    assert_int_equal(check(conn, &reply, &plan, &reason), 0);
+    assert_ptr_equal(plan.done_for, o);
+    assert_ptr_equal(plan.reply_to, o);
+    assert_int_equal(o->waits, GFR_OFFER_SEND | GFR_OFFER_REVOKE | GFR_OFFER_DELIVERY);
+
+    o = add_offer(conn, 8, 1, 0);
+    reply.hdr.xid = 8;
+    done.hdr.xid = 8;
+    assert_int_equal(check(conn, &reply, &plan, &reason), 0);
+    assert_null(plan.done_for);
+    assert_int_equal(o->waits, GFR_OFFER_SEND | GFR_OFFER_DONE);
+    assert_int_equal(check(conn, &done, &plan, &reason), 0);
+    assert_ptr_equal(plan.done_for, o);
     free_conn(conn);
 }
 
@@ -547,8 +635,8 @@ rx_documented(enum gfr_rx_state from, enum gfr_rx_state to)
     case GFR_RX_RECEIVED: return to == GFR_RX_CHECKED || to == GFR_RX_RELEASED;
     case GFR_RX_CHECKED:
         return to == GFR_RX_PULLING || to == GFR_RX_DELIVERING || to == GFR_RX_RELEASED;
-    case GFR_RX_PULLING: return to == GFR_RX_DONE_SENT || to == GFR_RX_RELEASED;
-    case GFR_RX_DONE_SENT: return to == GFR_RX_DELIVERING;
+    case GFR_RX_PULLING: return to == GFR_RX_PULLED || to == GFR_RX_RELEASED;
+    case GFR_RX_PULLED: return to == GFR_RX_DELIVERING;
     case GFR_RX_DELIVERING: return to == GFR_RX_OWNED || to == GFR_RX_RELEASED;
     case GFR_RX_OWNED: return to == GFR_RX_RELEASED;
     case GFR_RX_RELEASED: return 0;
@@ -608,6 +696,8 @@ main(void)
         cmocka_unit_test(test_only_a_send_is_read_as_a_message),
         cmocka_unit_test(test_a_pull_buffer_is_registered_without_the_lock),
         cmocka_unit_test(test_on_iwarp_a_read_sink_is_registered_for_its_transfer),
+        cmocka_unit_test(test_a_request_whose_reply_ends_its_read_list_gets_no_done),
+        cmocka_unit_test(test_a_reply_ends_the_read_list_its_request_waived_the_done_for),
         cmocka_unit_test(test_a_broken_cqs_connections_end_and_let_go),
         cmocka_unit_test(test_a_failed_flush_ends_the_connection_and_keeps_the_message),
         cmocka_unit_test(test_messages_about_a_connection_name_its_peer),

@@ -137,6 +137,48 @@ test_bulk_is_staged_in_a_buffer_registered_once(void **state)
     assert_int_equal(DEREGS, fake_verbs.registered);
 }
 
+/* A request its peer will answer asks the peer to let the reply end its
+ * read list (no DONE); one that will not be answered, or that has no read
+ * list, does not; a reply cannot ask it. */
+static void
+test_a_request_that_will_be_answered_waives_its_done(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(4 << 20);
+    struct iovec head = {"head", 4};
+    struct iovec body = {bulk, BULK};
+    struct gfr_rdma_msg m = {.xid = 1, .head = &head, .head_cnt = 1, .bulk = &body,
+                             .bulk_cnt = 1, .expects_reply = 1, .done = done};
+    struct gfr_rdma_offer *offer;
+
+    (void)state;
+    assert_int_equal(gfr_rdma_submit(conn, &m), 0);
+    assert_int_equal(posted(0).hdr.flags, GFR_WIRE_F_REPLY_ENDS_READS);
+    pthread_mutex_lock(&conn->lock);
+    offer = gfr_rdma_offer_find_locked(conn, 1, GFR_OFFER_DONE);
+    pthread_mutex_unlock(&conn->lock);
+    assert_non_null(offer);
+    assert_true(offer->reply_ends_reads);
+    peer_pulled(conn, 1);
+    assert_int_equal(done_calls, 1);
+
+    m.xid = 2;
+    m.expects_reply = 0;
+    assert_int_equal(gfr_rdma_submit(conn, &m), 0);
+    assert_int_equal(posted(1).hdr.flags, 0);
+    peer_pulled(conn, 2);
+
+    m.xid = 3;
+    m.expects_reply = 1;
+    m.bulk_cnt = 0;
+    assert_int_equal(gfr_rdma_submit(conn, &m), 0);
+    assert_int_equal(posted(2).hdr.n_read, 0);
+    assert_int_equal(posted(2).hdr.flags, 0);
+
+    m.is_reply = 1;
+    assert_int_equal(gfr_rdma_submit(conn, &m), -EINVAL);
+    test_conn_free(conn);
+}
+
 static void
 test_without_staging_the_callers_memory_is_registered(void **state)
 {
@@ -406,6 +448,7 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bulk_is_staged_in_a_buffer_registered_once),
+        cmocka_unit_test(test_a_request_that_will_be_answered_waives_its_done),
         cmocka_unit_test(test_without_staging_the_callers_memory_is_registered),
         cmocka_unit_test(test_a_reply_lands_in_staging_and_is_copied_out),
         cmocka_unit_test(test_a_reply_is_pushed_from_staging),

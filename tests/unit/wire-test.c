@@ -40,7 +40,7 @@ test_header_bytes_are_as_documented(void **state)
 {
     static const uint8_t expect[24 + 16] = {
         1, 1, 2, 1,             /* version, type MSG, n_read, n_write */
-        0, 7, 0, 0,             /* credits, reserved */
+        0, 7, 0, 0,             /* credits, flags */
         1, 2, 3, 4,             /* xid */
         0, 0, 0, 5,             /* inline_len */
         0, 0, 0, 128,           /* read_len = 100 + 28 */
@@ -217,6 +217,35 @@ test_reply_rules(void **state)
     }
 }
 
+/* The flags field (offset 6): REPLY_ENDS_READS only on a MSG with a read
+ * list; a bit this side does not know is ignored (a newer peer's). */
+static void
+test_flags(void **state)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .n_read = 1, .xid = 3,
+                               .flags = GFR_WIRE_F_REPLY_ENDS_READS | 0x8000};
+    struct gfr_wire_seg read = {0x1000, 7, 100};
+    struct gfr_wire_msg msg;
+    ssize_t n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
+
+    assert_true(n > 0);
+    assert_int_equal(buf[6], 0x80);
+    assert_int_equal(buf[7], 0x01);
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    assert_int_equal(msg.hdr.flags, GFR_WIRE_F_REPLY_ENDS_READS | 0x8000);
+
+    hdr.n_read = 0;
+    n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "a reply asked to end a read list on a message without one");
+    hdr.type = GFR_WIRE_REPLY;
+    hdr.n_read = 1;
+    n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "a reply asked to end a read list on a message without one");
+    hdr.flags = 0x8000;
+    n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+}
+
 static void
 test_encode_refuses_bad_input(void **state)
 {
@@ -252,6 +281,7 @@ main(void)
         cmocka_unit_test(test_oversized_messages),
         cmocka_unit_test(test_control_message_with_payload),
         cmocka_unit_test(test_reply_rules),
+        cmocka_unit_test(test_flags),
         cmocka_unit_test(test_encode_refuses_bad_input),
     };
 
