@@ -277,6 +277,7 @@ struct gfr_rdma_dev {
 struct gfr_rdma_retired {
     struct cds_list_head link;
     uint64_t expire_ns;
+    void *mem; /* freed once mr[] is deregistered: a staging buffer's; or NULL */
     unsigned n;
     struct ibv_mr *mr[];
 };
@@ -756,6 +757,7 @@ int gfr_rdma_mr_register(struct gfr_rdma_conn *conn, void *addr, size_t len, int
                          struct ibv_mr **mr);
 void gfr_rdma_mr_deregister(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
 void gfr_rdma_mr_revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
+void gfr_rdma_mr_revoke_buffer(struct gfr_rdma_conn *conn, struct ibv_mr *mr, void *mem);
 void gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all);
 
 /* rdma-sbuf.c: a connection's registered buffers for its own bulk */

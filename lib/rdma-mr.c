@@ -87,8 +87,30 @@ gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all)
         if (!r)
             return;
         gfr_rdma_mr_deregister(conn, r->mr, r->n);
+        free(r->mem);
         free(r);
     }
+}
+
+/* Retires n MRs (and mem, freed after them) for the provider's grace;
+ * false when it has none, or no memory to note them. */
+static int
+retire(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n, void *mem)
+{
+    struct gfr_rdma_retired *r;
+
+    r = conn->dev->revoke_grace_ns ? malloc(sizeof(*r) + n * sizeof(r->mr[0])) : NULL;
+    if (!r)
+        return 0;
+    r->expire_ns = gfr_now_ns() + conn->dev->revoke_grace_ns;
+    r->mem = mem;
+    r->n = n;
+    memcpy(r->mr, mr, n * sizeof(r->mr[0]));
+    pthread_mutex_lock(&conn->lock);
+    cds_list_add_tail(&r->link, &conn->retired);
+    pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_mr_reap_retired(conn, 0);
+    return 1;
 }
 
 /*
@@ -99,20 +121,21 @@ gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all)
 void
 gfr_rdma_mr_revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n)
 {
-    struct gfr_rdma_retired *r;
-
-    if (!n)
-        return;
-    r = conn->dev->revoke_grace_ns ? malloc(sizeof(*r) + n * sizeof(r->mr[0])) : NULL;
-    if (!r) {
+    if (n && !retire(conn, mr, n, NULL))
         gfr_rdma_mr_deregister(conn, mr, n);
-        return;
+}
+
+/*
+ * The same for a buffer of ours the peer could reach (a staging buffer):
+ * mr is deregistered and mem freed now, or both after the grace, so that
+ * a late replay finds the pages still registered and still ours.  Takes
+ * ownership of mem.  No lock held.
+ */
+void
+gfr_rdma_mr_revoke_buffer(struct gfr_rdma_conn *conn, struct ibv_mr *mr, void *mem)
+{
+    if (!retire(conn, &mr, 1, mem)) {
+        gfr_rdma_mr_deregister(conn, &mr, 1);
+        free(mem);
     }
-    r->expire_ns = gfr_now_ns() + conn->dev->revoke_grace_ns;
-    r->n = n;
-    memcpy(r->mr, mr, n * sizeof(r->mr[0]));
-    pthread_mutex_lock(&conn->lock);
-    cds_list_add_tail(&r->link, &conn->retired);
-    pthread_mutex_unlock(&conn->lock);
-    gfr_rdma_mr_reap_retired(conn, 0);
 }

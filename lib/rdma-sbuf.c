@@ -20,7 +20,8 @@
  * Free lists by size class (those of the pull buffers, rdma-pbuf.c), at
  * most a few buffers each, under conn->lock; a miss registers a new buffer
  * without the lock (counted as a registration), and a buffer beyond what a
- * class keeps is deregistered when it comes back.  Ownership: the offer
+ * class keeps is deregistered when it comes back (a remote kind after the
+ * provider's revoke grace, as a revoked read list: rdma-mr.c).  Ownership: the offer
  * that took a buffer holds it until the offer ends (rdma-offer.c); the
  * free lists are the connection's, emptied at its end.
  */
@@ -45,11 +46,20 @@ gfr_rdma_sbuf_max(void)
     return gfr_rdma_buf_class_size(GFR_BUF_CLASSES - 1);
 }
 
+/* A buffer the peer could reach (GFR_SBUF_REMOTE) goes through the
+ * provider's revoke grace (rxe replays READs late: rdma-mr.c), memory and
+ * all, while the connection lives; a push source, which no peer can
+ * reach, or any buffer once the connection has ended (its QP serves
+ * nothing more), at once. */
 static void
-sbuf_free(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
+sbuf_free(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b, int ended)
 {
-    gfr_rdma_mr_deregister(conn, &b->mr, 1);
-    free(b->mem);
+    if (b->kind == GFR_SBUF_REMOTE && !ended) {
+        gfr_rdma_mr_revoke_buffer(conn, b->mr, b->mem);
+    } else {
+        gfr_rdma_mr_deregister(conn, &b->mr, 1);
+        free(b->mem);
+    }
     free(b);
 }
 
@@ -109,10 +119,11 @@ gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, enum gfr_sbuf_kind kind, size_t le
 void
 gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
 {
-    int keep;
+    int keep, ended;
 
     pthread_mutex_lock(&conn->lock);
-    keep = !conn->sbuf_drained && conn->sbuf_nfree[b->kind][b->cls] < class_keep[b->cls];
+    ended = conn->sbuf_drained;
+    keep = !ended && conn->sbuf_nfree[b->kind][b->cls] < class_keep[b->cls];
     if (keep) {
         b->next_free = conn->sbuf_free[b->kind][b->cls];
         conn->sbuf_free[b->kind][b->cls] = b;
@@ -120,7 +131,7 @@ gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b)
     }
     pthread_mutex_unlock(&conn->lock);
     if (!keep)
-        sbuf_free(conn, b);
+        sbuf_free(conn, b, ended);
 }
 
 /* The end of the connection, once its offers have ended: deregisters and
@@ -141,7 +152,7 @@ gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn)
             while (b) {
                 struct gfr_rdma_sbuf *next = b->next_free;
 
-                sbuf_free(conn, b);
+                sbuf_free(conn, b, 1);
                 b = next;
             }
         }

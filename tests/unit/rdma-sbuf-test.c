@@ -74,6 +74,34 @@ test_each_class_keeps_a_few_and_lets_the_rest_go(void **state)
                      -EINVAL);
 }
 
+/* On a provider that replays READs late (rxe), a buffer the peer could
+ * reach that a class lets go stays registered, and its memory ours, for
+ * the revoke grace, as a revoked read list does; a push source, which no
+ * peer reaches, goes at once. */
+static void
+test_a_reachable_buffer_let_go_waits_out_the_grace(void **state)
+{
+    struct gfr_rdma_sbuf *b[6];
+
+    (void)state;
+    test_dev.revoke_grace_ns = 60ull * 1000 * 1000 * 1000;
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_REMOTE, 1 << 20, &b[i]), 0);
+    for (int i = 0; i < 6; i++)
+        gfr_rdma_sbuf_put(conn, b[i]);
+    assert_int_equal(fake_verbs.deregistered - base_deregs, 0);
+    assert_false(cds_list_empty(&conn->retired));
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(gfr_rdma_sbuf_get(conn, GFR_SBUF_LOCAL, 1 << 20, &b[i]), 0);
+    for (int i = 0; i < 6; i++)
+        gfr_rdma_sbuf_put(conn, b[i]);
+    assert_int_equal(fake_verbs.deregistered - base_deregs, 2);
+    gfr_rdma_mr_reap_retired(conn, 1);
+    assert_int_equal(fake_verbs.deregistered - base_deregs, 4);
+    assert_true(cds_list_empty(&conn->retired));
+    test_dev.revoke_grace_ns = 0;
+}
+
 static void
 test_copies_follow_the_iovecs(void **state)
 {
@@ -135,6 +163,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_a_returned_buffer_is_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_each_class_keeps_a_few_and_lets_the_rest_go,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_reachable_buffer_let_go_waits_out_the_grace, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_copies_follow_the_iovecs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_buffer_back_after_the_drain_is_freed, setup,
                                         teardown),
