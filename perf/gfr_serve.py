@@ -22,15 +22,19 @@ class Client:
     """One `gfapi-io serve` and the brick it talks to."""
 
     def __init__(self, label, prog, volfile, volname, brick_pid, log_dir, seed,
-                 size_mib, reads, files, wrap=(), brick_run=None):
+                 size_mib, reads, files, wrap=(), brick_run=None, gfr_stat=None):
         """Mounts volname through volfile in a new `prog serve`, whose files
         (size_mib MiB to read, reads offsets drawn, files for metadata) are
         named after label, as are its log and stderr in log_dir; run under
         the wrap command (valgrind) when given, which keeps its pid.  The
         brick is brick_pid here, or on another host when brick_run (the
         words of a command that runs one shell command line there, as
-        `ssh HOST`) is given."""
+        `ssh HOST`) is given.  With gfr_stat (tools/gfr-stat), a client
+        that stops answering is reported with the rdma statistics of it and
+        of a brick on this host (connections' credits and queues, pollers),
+        which say where a message waits."""
         self.label, self.brick_pid, self.brick_run = label, int(brick_pid), brick_run
+        self.gfr_stat = gfr_stat
         self.err_path = os.path.join(log_dir, f"rounds-{label}.err")
         self.err = open(self.err_path, "w")
         self.proc = subprocess.Popen(
@@ -49,7 +53,25 @@ class Client:
         self.err.flush()
         with open(self.err_path) as f:
             tail = f.read()[-2000:]
-        die(f"client {self.label} (pid {self.proc.pid}): {what}; its stderr ends:\n{tail}")
+        die(f"client {self.label} (pid {self.proc.pid}): {what}; its stderr ends:\n{tail}"
+            f"{self.stats()}")
+
+    def stats(self):
+        """gfr-stat's tables of the client and its local brick, where there
+        are any (over tcp there are none), for a failure report."""
+        if not self.gfr_stat:
+            return ""
+        out = ""
+        pids = [self.proc.pid] + ([] if self.brick_run else [self.brick_pid])
+        for who, pid in zip(("client", "brick"), pids):
+            try:
+                res = subprocess.run([self.gfr_stat, str(pid)], capture_output=True, text=True,
+                                     timeout=30)
+                text = res.stdout if res.returncode == 0 else res.stderr
+            except (OSError, subprocess.TimeoutExpired) as e:
+                text = f"{e}\n"
+            out += f"\n{who} (pid {pid}), gfr-stat:\n{text}"
+        return out
 
     def line(self):
         fd = self.proc.stdout.fileno()
