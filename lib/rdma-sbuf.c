@@ -21,9 +21,9 @@
  * most a few buffers each, under conn->lock; a miss registers a new buffer
  * without the lock (counted as a registration), and a buffer beyond what a
  * class keeps is deregistered when it comes back (a remote kind after the
- * provider's revoke grace, as a revoked read list: rdma-mr.c).  Ownership: the offer
- * that took a buffer holds it until the offer ends (rdma-offer.c); the
- * free lists are the connection's, emptied at its end.
+ * provider's revoke grace, as a revoked read list: rdma-mr.c).
+ * Ownership: the offer that took a buffer holds it until the offer ends
+ * (rdma-offer.c); the free lists are the connection's, emptied at its end.
  */
 #define _GNU_SOURCE
 #include <errno.h>

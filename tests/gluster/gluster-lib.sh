@@ -346,6 +346,21 @@ hold_finish() {
 	wait "$hold_pid" || { echo "gluster-lib: the hold client failed:"; cat "$1/out"; return 1; }
 }
 
+# hold_traced_step DIR VOLFILE NAME TRANSPORT LOG [OPTION...]: one step of a
+# fresh hold client of brick NAME (hold_start with --no-fini, OPTIONs and
+# --log LOG), with hold_stat_snap's snapshots before and after it over
+# rdma; stopped either way, and failing with the step named when any part
+# failed.  Its output stays in DIR (DIR/out, DIR/*.json).
+hold_traced_step() {
+	local d=$1 vol=$2 name=$3 t=$4 log=$5 ok=0
+	shift 5
+	hold_start "$d" "$vol" "$name" --no-fini "$@" --log "$log" || return 1
+	hold_stat_snap "$d" before "$name" "$t" && hold_step "$d" &&
+		hold_stat_snap "$d" after "$name" "$t" || ok=1
+	hold_finish "$d" || return 1
+	[ $ok = 0 ] || { echo "gluster-lib: the $t hold step in $d or its gfr-stat failed"; return 1; }
+}
+
 # plugin_errors LOGFILE: prints the plugin's error lines (its message ids).
 plugin_errors() {
 	grep -E '\] E \[MSGID: 1030[0-9][0-9]\]' "$1"
