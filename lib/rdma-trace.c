@@ -129,33 +129,45 @@ gfr_rdma_trace_submit_locked(struct gfr_rdma_conn *conn, uint32_t xid, int is_re
 }
 
 /*
- * ctx's SEND carrying msg (an encoded message) was posted: a request's or
- * reply's queue stage ends, and a signaled SEND is stamped for its
+ * The time a SEND is handed to the provider, for gfr_rdma_trace_posted_locked
+ * (0 while the engine does not trace).  Taken before ibv_post_send: rxe
+ * runs a user QP's requester inside the call, so the SEND can reach the
+ * peer, and the peer's stages begin, before the call returns; stamped
+ * after it, a queue stage would overlap the peer's.  Any thread.
+ */
+uint64_t
+gfr_rdma_trace_stamp(const struct gfr_rdma *engine)
+{
+    return engine->trace ? gfr_now_ns() : 0;
+}
+
+/*
+ * ctx's SEND carrying msg (an encoded message) was posted, handed to the
+ * provider at posted_ns (gfr_rdma_trace_stamp): a request's or reply's
+ * queue stage ends there, and a signaled SEND is stamped for its
  * completion.  Caller holds conn->lock.
  */
 void
 gfr_rdma_trace_posted_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
-                             const uint8_t *msg)
+                             const uint8_t *msg, uint64_t posted_ns)
 {
     struct gfr_rdma *engine = conn->engine;
     int is_reply = msg[1] == GFR_WIRE_REPLY;
     uint32_t xid = gfr_get_be32(msg + 8);
     struct gfr_rdma_trace_call *c;
-    uint64_t now;
 
     ctx->trace_stage = GFR_STAGE_COUNT;
-    if (!engine->trace || (msg[1] != GFR_WIRE_MSG && !is_reply))
+    if (!engine->trace || !posted_ns || (msg[1] != GFR_WIRE_MSG && !is_reply))
         return;
     c = find_call(is_reply ? conn->trace_in : conn->trace_out, xid);
     if (!c)
         return;
-    now = gfr_now_ns();
-    record(engine, is_reply ? GFR_STAGE_REPLY_QUEUE : GFR_STAGE_REQ_QUEUE, c->start_ns, now);
+    record(engine, is_reply ? GFR_STAGE_REPLY_QUEUE : GFR_STAGE_REQ_QUEUE, c->start_ns, posted_ns);
     if (is_reply)
         c->live = 0; /* the server's part of the call ends here */
     else
-        c->posted_ns = now;
-    ctx->trace_posted_ns = now;
+        c->posted_ns = posted_ns;
+    ctx->trace_posted_ns = posted_ns;
     ctx->trace_stage = is_reply ? GFR_STAGE_REPLY_WIRE : GFR_STAGE_REQ_WIRE;
 }
 

@@ -122,6 +122,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = (uint32_t)len,
                           .lkey = conn->send_mr->lkey};
     struct ibv_send_wr wr;
+    uint64_t posted_ns;
     int err;
 
     gfr_put_be16(buf + 4, grant);
@@ -139,6 +140,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     if (len <= conn->max_inline)
         wr.send_flags |= IBV_SEND_INLINE;
     ctx->offer = offer;
+    posted_ns = gfr_rdma_trace_stamp(conn->engine);
     err = gfr_rdma_qp_post_locked(conn, ctx, &wr);
     if (err) {
         ctx->offer = NULL;
@@ -147,7 +149,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
         gfr_rdma_post_failed_locked(conn, "ibv_post_send", err);
         return -ENOTCONN;
     }
-    gfr_rdma_trace_posted_locked(conn, ctx, buf);
+    gfr_rdma_trace_posted_locked(conn, ctx, buf, posted_ns);
     if (buf[1] == GFR_WIRE_CREDIT)
         conn->stats.credit_updates++;
     else

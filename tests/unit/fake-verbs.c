@@ -26,6 +26,8 @@ fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **b
             fake_verbs.sent[i].sg_list = &fake_verbs.sent_sge[i];
         }
     }
+    if (fake_verbs.on_post_send)
+        fake_verbs.on_post_send(fake_verbs.on_post_send_arg);
     if (fake_verbs.posts_fail_in_error && fake_verbs.qp_in_error) {
         *bad = wr;
         return EINVAL;

@@ -17,6 +17,10 @@
 struct fake_verbs {
     int post_send_result; /* what ibv_post_send returns: 0, a positive errno, or as siw a negative one */
     unsigned posts;       /* ibv_post_send calls */
+    /* on_post_send (when set) is called by ibv_post_send, as a provider
+     * would be doing its work, with on_post_send_arg. */
+    void (*on_post_send)(void *arg);
+    void *on_post_send_arg;
     /* The first FAKE_MAX_SENT work requests posted; sg_list points into
      * sent_sge (the caller's was on its stack). */
     struct ibv_send_wr sent[FAKE_MAX_SENT];

@@ -53,7 +53,7 @@ request_out(struct gfr_rdma_conn *conn, uint32_t xid, struct gfr_rdma_wr *ctx)
     assert_int_equal(gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf)), GFR_WIRE_HDR_SIZE);
     pthread_mutex_lock(&conn->lock);
     gfr_rdma_trace_submit_locked(conn, xid, 0);
-    gfr_rdma_trace_posted_locked(conn, ctx, buf);
+    gfr_rdma_trace_posted_locked(conn, ctx, buf, gfr_rdma_trace_stamp(conn->engine));
     pthread_mutex_unlock(&conn->lock);
 }
 

@@ -13,10 +13,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "fake-verbs.h"
+#include "gfr_clock.h"
 #include "test-conn.h"
 
 static unsigned done_calls;
@@ -189,6 +191,46 @@ test_throttle_withholds_credits_until_lifted(void **state)
 /* A message with an offer goes signaled; its completion frees its slot and
  * those of the unsignaled SENDs before it, and settles its offer's SEND
  * (the offer waited for nothing else: it ends). */
+/* Inside the fake provider's ibv_post_send: when it was called, then
+ * some time spent there, as rxe spends it carrying the SEND to the peer. */
+static void
+provider_works(void *arg)
+{
+    struct timespec work = {.tv_nsec = 1000000};
+
+    *(uint64_t *)arg = gfr_now_ns();
+    nanosleep(&work, NULL);
+}
+
+/* A traced request's queue stage ends when its SEND is handed to the
+ * provider, not when ibv_post_send returns: rxe delivers the SEND to the
+ * peer inside the call, and a later stamp let the client's stage overlap
+ * the server's (a negative "wire" row in perf/stage-breakdown's tables). */
+static void
+test_the_queue_stage_ends_as_the_send_is_handed_over(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(4);
+    struct gfr_rdma_wr *ctx;
+    struct gfr_hist queue;
+    uint64_t called_ns = 0;
+
+    (void)state;
+    assert_true(conn->engine->trace);
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_trace_submit_locked(conn, 7, 0);
+    pthread_mutex_unlock(&conn->lock);
+    fake_verbs.on_post_send = provider_works;
+    fake_verbs.on_post_send_arg = &called_ns;
+    assert_int_equal(send_xid(conn, 7, NULL), 0);
+    assert_int_equal(fake_verbs.posts, 1);
+    ctx = (struct gfr_rdma_wr *)(uintptr_t)fake_verbs.sent[0].wr_id;
+    gfr_hist_snapshot(&conn->engine->stage[GFR_STAGE_REQ_QUEUE], &queue);
+    assert_int_equal(queue.count, 1);
+    assert_true(ctx->trace_posted_ns != 0);
+    assert_true(ctx->trace_posted_ns <= called_ns);
+    free_conn(conn);
+}
+
 static void
 test_a_completion_frees_slots_and_settles_its_offer(void **state)
 {
@@ -227,6 +269,7 @@ main(void)
         cmocka_unit_test(test_a_credit_update_goes_out_when_due),
         cmocka_unit_test(test_throttle_withholds_credits_until_lifted),
         cmocka_unit_test(test_a_completion_frees_slots_and_settles_its_offer),
+        cmocka_unit_test(test_the_queue_stage_ends_as_the_send_is_handed_over),
     };
 
     return cmocka_run_group_tests_name("rdma-tx", tests, NULL, NULL);
