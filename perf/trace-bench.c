@@ -71,7 +71,8 @@ round_ns(struct gfr_rdma_conn *conn, unsigned rpcs)
         /* client: the request out, its SEND completed, the reply in */
         pthread_mutex_lock(&conn->lock);
         gfr_rdma_trace_submit_locked(conn, xid, 0);
-        gfr_rdma_trace_posted_locked(conn, &ctx, request);
+        gfr_rdma_trace_posted_locked(conn, &ctx, request,
+                                     gfr_rdma_trace_stamp(conn->engine));
         gfr_rdma_trace_send_done_locked(conn, &ctx);
         pthread_mutex_unlock(&conn->lock);
         bench_poller.woke = i & 1;
@@ -80,7 +81,8 @@ round_ns(struct gfr_rdma_conn *conn, unsigned rpcs)
         arrive(conn, xid, 0);
         pthread_mutex_lock(&conn->lock);
         gfr_rdma_trace_submit_locked(conn, xid, 1);
-        gfr_rdma_trace_posted_locked(conn, &ctx, reply);
+        gfr_rdma_trace_posted_locked(conn, &ctx, reply,
+                                     gfr_rdma_trace_stamp(conn->engine));
         pthread_mutex_unlock(&conn->lock);
     }
     return (double)(gfr_now_ns() - t0) / rpcs;
