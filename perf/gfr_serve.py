@@ -153,7 +153,8 @@ def thread_table(pids, cpu_ns=False):
     """{(pid, tid): (name, voluntary, involuntary, ns)} of the live threads
     of the processes on this host; ns, with cpu_ns, is the thread's time on
     a CPU from schedstat (finer than clock ticks), else None.  A thread
-    that exits while listed is left out."""
+    that exits while listed is left out: its files are gone (ENOENT) or,
+    while it is being reaped, still listed but unreadable (ESRCH)."""
     out = {}
     for pid in pids:
         for tid in os.listdir(f"/proc/{pid}/task"):
@@ -164,7 +165,7 @@ def thread_table(pids, cpu_ns=False):
                 if cpu_ns:
                     with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
                         ns = int(f.read().split()[0])
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
                 continue
             out[pid, tid] = (st["Name"],) + switches(st) + (ns,)
     return out
