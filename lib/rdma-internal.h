@@ -747,7 +747,7 @@ void gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_
 
 /* rdma-trace.c: per-stage latency (transport.rdma.latency-stats) */
 void gfr_rdma_trace_submit_locked(struct gfr_rdma_conn *conn, uint32_t xid, int is_reply);
-uint64_t gfr_rdma_trace_stamp(const struct gfr_rdma *engine);
+uint64_t gfr_rdma_trace_stamp(const struct gfr_rdma *engine, const uint8_t *msg);
 void gfr_rdma_trace_posted_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
                                   const uint8_t *msg, uint64_t posted_ns);
 void gfr_rdma_trace_send_done_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);

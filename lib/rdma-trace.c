@@ -129,23 +129,27 @@ gfr_rdma_trace_submit_locked(struct gfr_rdma_conn *conn, uint32_t xid, int is_re
 }
 
 /*
- * The time a SEND is handed to the provider, for gfr_rdma_trace_posted_locked
- * (0 while the engine does not trace).  Taken before ibv_post_send: rxe
- * runs a user QP's requester inside the call, so the SEND can reach the
- * peer, and the peer's stages begin, before the call returns; stamped
- * after it, a queue stage would overlap the peer's.  Any thread.
+ * The time the SEND carrying msg (an encoded message) is handed to the
+ * provider, for gfr_rdma_trace_posted_locked; 0 while the engine does not
+ * trace, and for a message no stage ends at (a CREDIT update), which then
+ * costs no clock read.  Taken before ibv_post_send: rxe runs a user QP's
+ * requester inside the call, so the SEND can reach the peer, and the
+ * peer's stages begin, before the call returns; stamped after it, a queue
+ * stage would overlap the peer's.  Any thread.
  */
 uint64_t
-gfr_rdma_trace_stamp(const struct gfr_rdma *engine)
+gfr_rdma_trace_stamp(const struct gfr_rdma *engine, const uint8_t *msg)
 {
-    return engine->trace ? gfr_now_ns() : 0;
+    if (!engine->trace || (msg[1] != GFR_WIRE_MSG && msg[1] != GFR_WIRE_REPLY))
+        return 0;
+    return gfr_now_ns();
 }
 
 /*
  * ctx's SEND carrying msg (an encoded message) was posted, handed to the
- * provider at posted_ns (gfr_rdma_trace_stamp): a request's or reply's
- * queue stage ends there, and a signaled SEND is stamped for its
- * completion.  Caller holds conn->lock.
+ * provider at posted_ns (gfr_rdma_trace_stamp; 0: nothing to record): a
+ * request's or reply's queue stage ends there, and a signaled SEND is
+ * stamped for its completion.  Caller holds conn->lock.
  */
 void
 gfr_rdma_trace_posted_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
@@ -157,7 +161,7 @@ gfr_rdma_trace_posted_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx
     struct gfr_rdma_trace_call *c;
 
     ctx->trace_stage = GFR_STAGE_COUNT;
-    if (!engine->trace || !posted_ns || (msg[1] != GFR_WIRE_MSG && !is_reply))
+    if (!posted_ns)
         return;
     c = find_call(is_reply ? conn->trace_in : conn->trace_out, xid);
     if (!c)

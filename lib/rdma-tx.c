@@ -140,7 +140,7 @@ post_slot_locked(struct gfr_rdma_conn *conn, uint32_t slot, size_t len, uint16_t
     if (len <= conn->max_inline)
         wr.send_flags |= IBV_SEND_INLINE;
     ctx->offer = offer;
-    posted_ns = gfr_rdma_trace_stamp(conn->engine);
+    posted_ns = gfr_rdma_trace_stamp(conn->engine, buf);
     err = gfr_rdma_qp_post_locked(conn, ctx, &wr);
     if (err) {
         ctx->offer = NULL;

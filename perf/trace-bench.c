@@ -72,7 +72,7 @@ round_ns(struct gfr_rdma_conn *conn, unsigned rpcs)
         pthread_mutex_lock(&conn->lock);
         gfr_rdma_trace_submit_locked(conn, xid, 0);
         gfr_rdma_trace_posted_locked(conn, &ctx, request,
-                                     gfr_rdma_trace_stamp(conn->engine));
+                                     gfr_rdma_trace_stamp(conn->engine, request));
         gfr_rdma_trace_send_done_locked(conn, &ctx);
         pthread_mutex_unlock(&conn->lock);
         bench_poller.woke = i & 1;
@@ -82,7 +82,7 @@ round_ns(struct gfr_rdma_conn *conn, unsigned rpcs)
         pthread_mutex_lock(&conn->lock);
         gfr_rdma_trace_submit_locked(conn, xid, 1);
         gfr_rdma_trace_posted_locked(conn, &ctx, reply,
-                                     gfr_rdma_trace_stamp(conn->engine));
+                                     gfr_rdma_trace_stamp(conn->engine, reply));
         pthread_mutex_unlock(&conn->lock);
     }
     return (double)(gfr_now_ns() - t0) / rpcs;

@@ -2,7 +2,8 @@
 /*
  * The trace points of rdma-trace.c and the engine snapshot of
  * rdma-stats.c: a client's call and a server's call each end their stages
- * once, nothing is recorded with latency-stats off, a call whose slot a
+ * once, nothing is recorded with latency-stats off, only requests and
+ * replies read the clock as they are posted, a call whose slot a
  * newer one takes is counted untraced, and snapshots taken while another
  * thread records calls see counts that only grow and add up at the end
  * (run under ThreadSanitizer by ./scripts/check).
@@ -53,7 +54,7 @@ request_out(struct gfr_rdma_conn *conn, uint32_t xid, struct gfr_rdma_wr *ctx)
     assert_int_equal(gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf)), GFR_WIRE_HDR_SIZE);
     pthread_mutex_lock(&conn->lock);
     gfr_rdma_trace_submit_locked(conn, xid, 0);
-    gfr_rdma_trace_posted_locked(conn, ctx, buf, gfr_rdma_trace_stamp(conn->engine));
+    gfr_rdma_trace_posted_locked(conn, ctx, buf, gfr_rdma_trace_stamp(conn->engine, buf));
     pthread_mutex_unlock(&conn->lock);
 }
 
@@ -143,6 +144,31 @@ test_nothing_is_timed_with_latency_stats_off(void **state)
     test_conn_free(conn);
 }
 
+/* Only a message a stage ends at reads the clock as it is posted: a
+ * CREDIT update, sent as often as requests, is not stamped. */
+static void
+test_only_requests_and_replies_are_stamped(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn();
+    uint8_t buf[GFR_WIRE_HDR_SIZE];
+    const uint8_t types[] = {GFR_WIRE_MSG, GFR_WIRE_REPLY, GFR_WIRE_CREDIT};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(types); i++) {
+        struct gfr_wire_hdr hdr = {.type = types[i], .xid = 1};
+
+        assert_int_equal(gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf)), GFR_WIRE_HDR_SIZE);
+        if (types[i] == GFR_WIRE_CREDIT)
+            assert_int_equal(gfr_rdma_trace_stamp(conn->engine, buf), 0);
+        else
+            assert_int_not_equal(gfr_rdma_trace_stamp(conn->engine, buf), 0);
+    }
+    test_engine.trace = 0;
+    buf[1] = GFR_WIRE_MSG;
+    assert_int_equal(gfr_rdma_trace_stamp(conn->engine, buf), 0);
+    test_conn_free(conn);
+}
+
 static void
 test_a_displaced_call_is_untraced_not_mistimed(void **state)
 {
@@ -227,6 +253,7 @@ main(void)
         cmocka_unit_test(test_a_client_call_ends_each_client_stage_once),
         cmocka_unit_test(test_a_server_call_ends_each_server_stage_once),
         cmocka_unit_test(test_nothing_is_timed_with_latency_stats_off),
+        cmocka_unit_test(test_only_requests_and_replies_are_stamped),
         cmocka_unit_test(test_a_displaced_call_is_untraced_not_mistimed),
         cmocka_unit_test(test_snapshots_while_calls_are_recorded),
         cmocka_unit_test(test_every_stage_has_a_name),
