@@ -38,6 +38,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -56,6 +57,7 @@
 /* One connection's view, the cb_arg of its callbacks. */
 struct peer {
     struct gfr_rdma_conn *conn;
+    char addr[INET6_ADDRSTRLEN + 8]; /* server: where it came from */
     unsigned long received;
     unsigned long bad;
     int connected;
@@ -70,7 +72,6 @@ static struct {
     int request_reply;
     unsigned accepted;
     unsigned disconnected;
-    char first_peer[INET6_ADDRSTRLEN + 8]; /* server: where connection 0 came from */
     struct peer peers[4096];
 } st = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -323,10 +324,9 @@ accept_one(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_arg
         pthread_mutex_unlock(&st.lock);
         return -ENOSPC;
     }
-    if (st.accepted == 0)
-        describe(conn, gfr_rdma_conn_peer_addr, st.first_peer, sizeof(st.first_peer));
     peer = &st.peers[st.accepted++];
     peer->conn = conn;
+    describe(conn, gfr_rdma_conn_peer_addr, peer->addr, sizeof(peer->addr));
     pthread_mutex_unlock(&st.lock);
     *conn_ops = &ops;
     *conn_cb_arg = peer;
@@ -355,41 +355,80 @@ die(const char *what)
 static int own_resources(const char *type);
 static int settled_qps(void);
 
+static void print_stuck(struct gfr_rdma *engine, const char *who);
+
+/* Connections whose end has not been reported yet.  st.lock held. */
+static unsigned
+unended_locked(void)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < st.accepted; i++)
+        n += st.peers[i].disconnected == 0;
+    return n;
+}
+
+static uint64_t
+monotonic_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* -c 0: waits for SIGTERM or SIGINT (blocked in every thread since main
- * started), then reports how each connection ended. */
+ * started), sent once every client has gone.  A connection's end can be
+ * reported up to connect-timeout-ms after its peer left: on siw, what
+ * the provider never completes or the CM never reports after a close is
+ * settled by the engine at that deadline (docs/providers.md).  So this
+ * waits, up to WAIT_MS, for every connection to end, then reports how
+ * each ended and names each one whose end never came, with what the
+ * engine still holds. */
 static int
-serve_until_stopped(void)
+serve_until_stopped(struct gfr_rdma *engine)
 {
     sigset_t stop;
     int sig;
     unsigned ended[4] = {0}; /* orderly, -EPROTO, -EIO, other */
-    unsigned open = 0, twice = 0;
+    unsigned open_at_stop, open = 0, twice = 0;
     unsigned long echoed = 0;
+    uint64_t stopped_ms, waited_ms;
     int qps;
 
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     sigwait(&stop, &sig);
+    stopped_ms = monotonic_ms();
     pthread_mutex_lock(&st.lock);
+    open_at_stop = unended_locked();
+    (void)WAIT_FOR(unended_locked() == 0);
+    waited_ms = monotonic_ms() - stopped_ms;
     for (unsigned i = 0; i < st.accepted; i++) {
         const struct peer *p = &st.peers[i];
 
         echoed += p->received;
-        if (p->disconnected == 0)
+        if (p->disconnected == 0) {
             open++;
-        else if (p->disconnected > 1)
+            fprintf(stderr, "engine-test: server: connection %u (from %s, %s, %lu messages "
+                            "received) never reported its end\n", i, p->addr,
+                    p->connected ? "connected" : "never connected", p->received);
+        } else if (p->disconnected > 1)
             twice++;
         else
             ended[p->reason == 0 ? 0 : p->reason == -EPROTO ? 1 : p->reason == -EIO ? 2 : 3]++;
     }
     pthread_mutex_unlock(&st.lock);
+    if (open)
+        print_stuck(engine, "server");
     qps = settled_qps();
     printf("engine-test: server: stopped after %u connections, echoed %lu messages; "
            "ended: %u orderly, %u protocol violations, %u I/O errors, %u other; "
-           "%u still open, %u reported twice; this process holds %d QPs "
-           "(rdma resource show)\n",
-           st.accepted, echoed, ended[0], ended[1], ended[2], ended[3], open, twice, qps);
+           "%u still open, %u reported twice (%u were open at the stop signal, "
+           "waited %" PRIu64 " ms); this process holds %d QPs (rdma resource show)\n",
+           st.accepted, echoed, ended[0], ended[1], ended[2], ended[3], open, twice,
+           open_at_stop, waited_ms, qps);
     return open == 0 && twice == 0 && qps == 0 ? 0 : 1;
 }
 
@@ -442,7 +481,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     printf("engine-test: server: listening on %s\n", where);
     fflush(stdout);
     if (conns == 0)
-        return serve_until_stopped();
+        return serve_until_stopped(engine);
     pthread_mutex_lock(&st.lock);
     err = WAIT_FOR(st.disconnected >= conns);
     /* A client's close may cut off a SEND of ours: RoCE flushes it (an
@@ -463,7 +502,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     }
     printf("engine-test: server: %u connections (the first from %s), echoed %lu "
            "messages, %d ended badly, %d reset by the client's close\n", st.accepted,
-           st.first_peer, echoed, bad_reasons, resets);
+           st.accepted ? st.peers[0].addr : "-", echoed, bad_reasons, resets);
     return bad_reasons == 0 ? 0 : 1;
 }
 

@@ -409,11 +409,13 @@ sanitized_engine_test() {
 }
 
 # server_log_verdict LOG: an engine-test server's log once it stopped:
-# what the engine logged, by count (numbers as N); its summary line, and
-# no sanitizer report, or a failure.
+# what the engine logged, by count (numbers as N); its summary line, with
+# the connections it names as never ended, and no sanitizer report, or a
+# failure.
 server_log_verdict() {
 	echo "$test_name: what $1 logged, by count:"
 	grep 'gfr-rdma: ' "$1" | sed 's/^.*gfr-rdma: //; s/[0-9][0-9]*/N/g' | sort | uniq -c
+	grep -E '^engine-test: server: (connection [0-9]+ .*never reported|still there)' "$1"
 	grep -E '^engine-test: server: stopped' "$1" || { cat "$1"; fail "no summary from the server ($1)"; }
 	if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error' "$1"; then
 		cat "$1"
