@@ -243,7 +243,8 @@ struct gfr_rdma_conn_stats {
     unsigned long rdma_reads;         /* RDMA READ operations posted */
     unsigned long rdma_writes;        /* RDMA WRITE operations posted (bulk) */
     unsigned long staged_bytes;       /* bulk copied through staging buffers instead */
-    unsigned long copied_bytes;       /* payload bytes copied in memory, staging included */
+    unsigned long copied_bytes;       /* payload bytes copied in memory, staging and the
+                                       * owner's copies (gfr_rdma_conn_count_copied) included */
     unsigned long registrations;      /* memory registrations (per transfer, and staging buffers) */
     unsigned long registration_ns;    /* time spent registering and deregistering */
     unsigned long errors;             /* problems logged about the connection */
@@ -252,6 +253,13 @@ struct gfr_rdma_conn_stats {
 };
 void gfr_rdma_conn_stats(struct gfr_rdma_conn *conn,
                          struct gfr_rdma_conn_stats *stats);
+
+/* The owner copied n payload bytes of a message of conn in memory (out of
+ * a received message into its own buffers): counted in copied_bytes with
+ * the engine's own copies, so that it counts every copy a message takes
+ * between the owner's buffers and the wire.  Any thread, no lock: an
+ * atomic add. */
+void gfr_rdma_conn_count_copied(struct gfr_rdma_conn *conn, size_t n);
 
 /*
  * The stages of an RPC that transport.rdma.latency-stats times (docs/

@@ -376,6 +376,12 @@ gfr_rdma_conn_local_addr(struct gfr_rdma_conn *conn, struct sockaddr *addr, sock
 }
 
 void
+gfr_rdma_conn_count_copied(struct gfr_rdma_conn *conn, size_t n)
+{
+    gfr_rdma_count_copied(conn, n);
+}
+
+void
 gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats)
 {
     pthread_mutex_lock(&conn->lock);

@@ -21,16 +21,26 @@
 #include "gfr_plugin.h"
 #include "rpc-frame.h"
 
+/* Copies [off, off + len) of the body to dst, counted as the connection's
+ * copy (bytes.copied). */
+static void
+copy_out(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, size_t off, size_t len,
+         void *dst)
+{
+    gfr_frame_copy(rx, off, len, dst);
+    gfr_rdma_conn_count_copied(conn, len);
+}
+
 /* Copies [off, off + len) of the body into a new iobuf added to iobref. */
 static int
-copy_to_iobuf(rpc_transport_t *this, const struct gfr_rdma_rx *rx, size_t off, size_t len,
-              struct iobref *iobref, struct iovec *vec)
+copy_to_iobuf(rpc_transport_t *this, struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
+              size_t off, size_t len, struct iobref *iobref, struct iovec *vec)
 {
     struct iobuf *iob = iobuf_get2(this->ctx->iobuf_pool, len);
 
     if (!iob)
         return -ENOMEM;
-    gfr_frame_copy(rx, off, len, iobuf_ptr(iob));
+    copy_out(conn, rx, off, len, iobuf_ptr(iob));
     if (iobref_add(iobref, iob) != 0) {
         iobuf_unref(iob);
         return -ENOMEM;
@@ -67,8 +77,8 @@ hand_up(rpc_transport_t *this, struct iovec *vec, int count, struct iobref *iobr
  * -EPROTO: written bytes the request never offered room for.
  */
 static int
-hand_up_read_reply(struct gfr_trans *priv, const struct gfr_rdma_rx *rx,
-                   const struct gfr_frame *f)
+hand_up_read_reply(struct gfr_trans *priv, struct gfr_rdma_conn *conn,
+                   const struct gfr_rdma_rx *rx, const struct gfr_frame *f)
 {
     rpc_transport_t *this = priv->trans;
     size_t data_len = f->payload_len ? f->payload_len : rx->written;
@@ -90,14 +100,14 @@ hand_up_read_reply(struct gfr_trans *priv, const struct gfr_rdma_rx *rx,
         if (!iobref)
             return -ENOMEM;
     }
-    err = copy_to_iobuf(this, rx, f->header_off, f->header_len, iobref, &vec[0]);
+    err = copy_to_iobuf(this, conn, rx, f->header_off, f->header_len, iobref, &vec[0]);
     if (!err && into_offered) {
         if (f->payload_len)
-            gfr_frame_copy(rx, f->payload_off, f->payload_len, offered.iov_base);
+            copy_out(conn, rx, f->payload_off, f->payload_len, offered.iov_base);
         vec[1].iov_base = offered.iov_base;
         vec[1].iov_len = data_len;
     } else if (!err) {
-        err = copy_to_iobuf(this, rx, f->payload_off, f->payload_len, iobref, &vec[1]);
+        err = copy_to_iobuf(this, conn, rx, f->payload_off, f->payload_len, iobref, &vec[1]);
     }
     if (!err)
         hand_up(this, vec, 2, iobref, 1);
@@ -107,7 +117,8 @@ hand_up_read_reply(struct gfr_trans *priv, const struct gfr_rdma_rx *rx,
 
 /* Everything else: header and payload in one iobuf. */
 static int
-hand_up_whole(rpc_transport_t *this, const struct gfr_rdma_rx *rx, const struct gfr_frame *f)
+hand_up_whole(rpc_transport_t *this, struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
+              const struct gfr_frame *f)
 {
     struct iobref *iobref = iobref_new();
     struct iovec vec;
@@ -115,7 +126,7 @@ hand_up_whole(rpc_transport_t *this, const struct gfr_rdma_rx *rx, const struct 
 
     if (!iobref)
         return -ENOMEM;
-    err = copy_to_iobuf(this, rx, f->header_off, f->header_len + f->payload_len, iobref,
+    err = copy_to_iobuf(this, conn, rx, f->header_off, f->header_len + f->payload_len, iobref,
                         &vec);
     if (!err)
         hand_up(this, &vec, 1, iobref, rx->is_reply);
@@ -177,9 +188,9 @@ gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, vo
     if (!rx->is_reply) {
         if (call_counts(rx, &f))
             gfr_plugin_call_arrived(priv, rx->xid);
-        err = hand_up_whole(this, rx, &f);
+        err = hand_up_whole(this, conn, rx, &f);
     } else if (!f.payload_len && !rx->written) {
-        err = hand_up_whole(this, rx, &f);
+        err = hand_up_whole(this, conn, rx, &f);
     } else if (rpc_transport_notify(this, RPC_TRANSPORT_MAP_XID_REQUEST, &info) != 0) {
         /* The request is gone (timed out, or its connection was reset):
          * socket.so drops such replies too. */
@@ -188,11 +199,11 @@ gfr_plugin_received(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx, vo
                this->peerinfo.identifier, rx->xid);
         return;
     } else if (info.prognum == GLUSTER_FOP_PROGRAM && info.procnum == GF_FOP_READ) {
-        err = hand_up_read_reply(priv, rx, &f);
+        err = hand_up_read_reply(priv, conn, rx, &f);
     } else if (rx->written) {
         err = -EPROTO; /* only READ requests offer buffers */
     } else {
-        err = hand_up_whole(this, rx, &f);
+        err = hand_up_whole(this, conn, rx, &f);
     }
     if (err == -EPROTO) {
         drop_peer(this, conn, "a reply that does not fit the buffers its request offered");

@@ -124,6 +124,23 @@ test_copies_are_counted(void **state)
     free_conn(conn);
 }
 
+/* The owner's copies (rdma.so's into GlusterFS's buffers) are counted with
+ * the engine's, and gfr_rdma_conn_stats reports the sum. */
+static void
+test_the_owners_copies_are_counted_with_the_engines(void **state)
+{
+    struct gfr_rdma_conn *conn = make_conn(2);
+    struct gfr_rdma_conn_stats stats;
+
+    (void)state;
+    assert_int_equal(send_xid(conn, 1, NULL), 0);
+    gfr_rdma_conn_count_copied(conn, 4096);
+    gfr_rdma_conn_count_copied(conn, 100);
+    gfr_rdma_conn_stats(conn, &stats);
+    assert_int_equal(stats.copied_bytes, 4 + 4096 + 100);
+    free_conn(conn);
+}
+
 /* Receive buffers reposted but not yet announced make a CREDIT message go
  * out once enough have piled up, without using a data credit. */
 static void
@@ -266,6 +283,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_messages_wait_for_credits_in_order),
         cmocka_unit_test(test_copies_are_counted),
+        cmocka_unit_test(test_the_owners_copies_are_counted_with_the_engines),
         cmocka_unit_test(test_a_credit_update_goes_out_when_due),
         cmocka_unit_test(test_throttle_withholds_credits_until_lifted),
         cmocka_unit_test(test_a_completion_frees_slots_and_settles_its_offer),
