@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "gfr_addr.h"
+#include "gfr_clock.h"
 #include "gfr_rdma.h"
 
 #define WAIT_MS 60000
@@ -368,15 +369,6 @@ unended_locked(void)
     return n;
 }
 
-static uint64_t
-monotonic_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* -c 0: waits for SIGTERM or SIGINT (blocked in every thread since main
  * started), sent once every client has gone.  A connection's end can be
  * reported up to connect-timeout-ms after its peer left: on siw, what
@@ -393,18 +385,18 @@ serve_until_stopped(struct gfr_rdma *engine)
     unsigned ended[4] = {0}; /* orderly, -EPROTO, -EIO, other */
     unsigned open_at_stop, open = 0, twice = 0;
     unsigned long echoed = 0;
-    uint64_t stopped_ms, waited_ms;
+    uint64_t stopped_ns, waited_ms;
     int qps;
 
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     sigwait(&stop, &sig);
-    stopped_ms = monotonic_ms();
+    stopped_ns = gfr_now_ns();
     pthread_mutex_lock(&st.lock);
     open_at_stop = unended_locked();
     (void)WAIT_FOR(unended_locked() == 0);
-    waited_ms = monotonic_ms() - stopped_ms;
+    waited_ms = (gfr_now_ns() - stopped_ns) / 1000000;
     for (unsigned i = 0; i < st.accepted; i++) {
         const struct peer *p = &st.peers[i];
 
