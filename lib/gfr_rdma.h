@@ -334,6 +334,8 @@ struct gfr_rdma_poller_info {
     uint64_t kicks;          /* submitters woke it to poll for a reply */
     uint64_t direct;         /* messages whose handlers it ran (dispatch=direct) */
     uint64_t relays;         /* times a pool worker polled in its place */
+    uint64_t slow_handlers;  /* handler runs of 20 ms or more: their connection's
+                              * next 1,024 messages went to the pool */
     uint64_t timed_sleeps;   /* sleeps until shortly before a reply is due */
     uint64_t timer_wakeups;  /* of those, ended by their timer */
     uint64_t lead_ns;        /* how long before a reply's earliest arrival they end */

@@ -150,7 +150,7 @@ struct gfr_rdma_poller {
                * completion since */
     /* Written by any thread (uatomic): submitters kicking it awake,
      * relays started, handlers run on the poller thread. */
-    uint64_t st_kicks, st_relays, st_direct;
+    uint64_t st_kicks, st_relays, st_direct, st_slow_handlers;
     /* Polls that found the CQ empty: written by the poll_lock holder
      * alone (CMM_STORE_SHARED), read by the CM thread, whose CQ pass
      * (gfr_rdma_poller_pass_begin) waits for two more. */

@@ -137,8 +137,10 @@ run_delivery_direct(struct gfr_pool_job *job, void *cb_arg, int status)
 
     (void)cb_arg;
     delivery_run(d, status);
-    if (gfr_now_ns() - start >= GFR_RELAY_AFTER_MS * 1000000ull)
+    if (gfr_now_ns() - start >= GFR_RELAY_AFTER_MS * 1000000ull) {
         uatomic_set(&conn->pool_for, POOL_AFTER_SLOW_HANDLER);
+        uatomic_inc(&conn->poller->st_slow_handlers);
+    }
     gfr_rdma_conn_put(conn);
 }
 

@@ -107,6 +107,7 @@ poller_info(const struct gfr_rdma_poller *p, struct gfr_rdma_poller_info *info,
     info->kicks = uatomic_read(&p->st_kicks);
     info->direct = uatomic_read(&p->st_direct);
     info->relays = uatomic_read(&p->st_relays);
+    info->slow_handlers = uatomic_read(&p->st_slow_handlers);
     info->timed_sleeps = CMM_LOAD_SHARED(p->st_timed_sleeps);
     info->timer_wakeups = CMM_LOAD_SHARED(p->st_timer_wakeups);
     info->lead_ns = uatomic_read(&p->lead_ns);

@@ -96,11 +96,11 @@ json_poller(FILE *out, const struct gfr_rdma_poller_info *p)
             ",\"reaped_after_sleep\":%" PRIu64 ",\"sleeps\":%" PRIu64 ",\"wakeups\":%" PRIu64
             ",\"asleep_ns\":%" PRIu64 ",\"spin_ns\":%" PRIu64 ",\"alive_ns\":%" PRIu64
             ",\"window_ns\":%" PRIu64 ",\"kicks\":%" PRIu64 ",\"direct\":%" PRIu64
-            ",\"relays\":%" PRIu64 ",\"timed_sleeps\":%" PRIu64
+            ",\"relays\":%" PRIu64 ",\"slow_handlers\":%" PRIu64 ",\"timed_sleeps\":%" PRIu64
             ",\"timer_wakeups\":%" PRIu64 ",\"lead_ns\":%" PRIu64 "}",
             p->index, p->polls, p->completions, p->reaped_after_sleep, p->sleeps, p->wakeups,
             p->asleep_ns, p->spin_ns, p->alive_ns, p->window_ns, p->kicks, p->direct, p->relays,
-            p->timed_sleeps, p->timer_wakeups, p->lead_ns);
+            p->slow_handlers, p->timed_sleeps, p->timer_wakeups, p->lead_ns);
 }
 
 static void
@@ -222,19 +222,20 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
     }
     fprintf(out, "\npollers: %u\n", e->npollers);
     if (e->npollers)
-        fprintf(out, "  %-10s %5s %12s %12s %12s %10s %10s %8s %8s %10s %10s %12s %8s %10s %8s\n",
+        fprintf(out, "  %-10s %5s %12s %12s %12s %10s %10s %8s %8s %10s %10s %12s %8s %6s %10s %8s\n",
                 "device", "index", "polls", "completions", "after-sleep", "sleeps", "wakeups",
-                "asleep%", "spin%", "window-us", "kicks", "direct", "relays", "timed", "lead-us");
+                "asleep%", "spin%", "window-us", "kicks", "direct", "relays", "slow", "timed",
+                "lead-us");
     for (unsigned i = 0; i < e->npollers; i++) {
         const struct gfr_rdma_poller_info *p = &e->pollers[i];
 
         fprintf(out, "  %-10s %5u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64
                      " %10" PRIu64 " %8.1f %8.1f %10.1f %10" PRIu64 " %12" PRIu64 " %8" PRIu64
-                     " %10" PRIu64 " %8.1f\n",
+                     " %6" PRIu64 " %10" PRIu64 " %8.1f\n",
                 p->device, p->index, p->polls, p->completions, p->reaped_after_sleep, p->sleeps,
                 p->wakeups, percent(p->asleep_ns, p->alive_ns), percent(p->spin_ns, p->alive_ns),
-                us(p->window_ns), p->kicks, p->direct, p->relays, p->timed_sleeps,
-                us(p->lead_ns));
+                us(p->window_ns), p->kicks, p->direct, p->relays, p->slow_handlers,
+                p->timed_sleeps, us(p->lead_ns));
     }
     fprintf(out, "\nstages (us)%s: untraced calls %" PRIu64 "\n",
             e->latency_stats ? "" : " [latency-stats off]", e->untraced);
