@@ -149,7 +149,8 @@ struct gfr_rdma_poller {
                * its last wait ended by an event and no poll has found a
                * completion since */
     /* Written by any thread (uatomic): submitters kicking it awake,
-     * relays started, handlers run on the poller thread. */
+     * relays started, handlers run on the poller thread and those of them
+     * that ran slow. */
     uint64_t st_kicks, st_relays, st_direct, st_slow_handlers;
     /* Polls that found the CQ empty: written by the poll_lock holder
      * alone (CMM_STORE_SHARED), read by the CM thread, whose CQ pass
