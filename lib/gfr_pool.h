@@ -33,6 +33,8 @@
 #include <urcu/list.h>
 #include <urcu/wfcqueue.h>
 
+#include "gfr_hist.h"
+
 struct gfr_pool;
 struct gfr_pool_client;
 struct gfr_pool_job;
@@ -119,11 +121,9 @@ struct gfr_pool_opts {
 #define GFR_POOL_MAX_THREADS 1024
 #define GFR_POOL_MAX_BATCH 64
 
-/* Time in queue (submit to start), bucket b counts jobs that waited less
- * than 2^b ns (bucket 0: under 1 ns; the last bucket: everything longer).
- * It samples one job in GFR_POOL_HIST_SAMPLE of each producer thread: two
- * clock reads per job would cost as much as the rest of a hand-off. */
-#define GFR_POOL_HIST_BUCKETS 40
+/* Time in queue (submit to start) is sampled: one job in
+ * GFR_POOL_HIST_SAMPLE of each producer thread, since two clock reads per
+ * job would cost as much as the rest of a hand-off. */
 #define GFR_POOL_HIST_SAMPLE 16
 
 struct gfr_pool_stats {
@@ -148,7 +148,7 @@ struct gfr_pool_stats {
     unsigned spinning;
     unsigned blocked;  /* inside gfr_pool_block_begin/end */
     unsigned peak_threads;
-    uint64_t queue_ns_hist[GFR_POOL_HIST_BUCKETS];
+    struct gfr_hist queue_ns; /* the sampled jobs' time in queue */
 };
 
 /* Fills opts with the defaults: 1..2*CPUs threads, concurrency = CPUs,
@@ -234,10 +234,5 @@ int gfr_pool_timer_cancel(struct gfr_pool_timer *timer);
 
 /* A snapshot; the counters are read one by one, not all at one instant. */
 int gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats);
-
-/* The time in queue below which `fraction` (0..1) of the jobs started,
- * as the upper bound of its histogram bucket in ns; 0 when none ran. */
-uint64_t gfr_pool_stats_queue_ns(const struct gfr_pool_stats *stats,
-                                 double fraction);
 
 #endif /* GFR_POOL_H */

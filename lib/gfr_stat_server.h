@@ -10,7 +10,8 @@
  * path: the render callback takes the snapshot (gfr_rdma_snapshot,
  * gfr_pool_stats_get).  A reader that sends nothing for 1 s, or does not
  * take the answer within 2 s, is cut off; a reader whose uid is neither
- * root nor the server's is refused.
+ * root nor the server's is refused.  Out of descriptors, the server backs
+ * off instead of spinning (gfr_stat_server_accept_failures).
  */
 #ifndef GFR_STAT_SERVER_H
 #define GFR_STAT_SERVER_H
@@ -51,6 +52,11 @@ const char *gfr_stat_server_path(const struct gfr_stat_server *server);
 /* Readers served, and readers cut off or refused, so far. */
 unsigned long gfr_stat_server_served(const struct gfr_stat_server *server);
 unsigned long gfr_stat_server_dropped(const struct gfr_stat_server *server);
+
+/* Accepts that failed for want of a descriptor or memory.  The server then
+ * waits 10 ms before it tries again, doubling up to 1 s, and serves the
+ * waiting reader once the accept succeeds. */
+unsigned long gfr_stat_server_accept_failures(const struct gfr_stat_server *server);
 
 /* Stops the thread, removes the socket and frees the server.  Not from the
  * render callback. */

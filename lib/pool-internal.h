@@ -39,7 +39,7 @@ struct gfr_pool_worker_counts {
     uint64_t executed;
     uint64_t cancelled;
     uint64_t timers_fired;
-    uint64_t hist[GFR_POOL_HIST_BUCKETS];
+    struct gfr_hist queue_ns; /* written by its worker, read by anyone */
 };
 
 struct gfr_pool_worker {
@@ -115,6 +115,5 @@ int64_t gfr_pool_timers_next_ms(struct gfr_pool_worker *worker);
 /* pool-stats.c */
 void gfr_pool_counts_add(struct gfr_pool_worker_counts *sum,
                          const struct gfr_pool_worker_counts *counts);
-void gfr_pool_hist_record(struct gfr_pool_worker_counts *counts, uint64_t ns);
 
 #endif /* GFR_POOL_INTERNAL_H */

@@ -11,28 +11,20 @@
 
 #include "pool-internal.h"
 
-void
-gfr_pool_hist_record(struct gfr_pool_worker_counts *counts, uint64_t ns)
-{
-    unsigned bucket = ns ? 64 - (unsigned)__builtin_clzll(ns) : 0;
-
-    if (bucket >= GFR_POOL_HIST_BUCKETS)
-        bucket = GFR_POOL_HIST_BUCKETS - 1;
-    CMM_STORE_SHARED(counts->hist[bucket], counts->hist[bucket] + 1);
-}
-
 /* Adds counts (read with CMM_LOAD_SHARED: their owner may be writing). */
 void
 gfr_pool_counts_add(struct gfr_pool_worker_counts *sum,
                     const struct gfr_pool_worker_counts *counts)
 {
+    struct gfr_hist queue_ns;
+
     for (int p = 0; p < GFR_POOL_NR_PRIO; p++)
         sum->started[p] += CMM_LOAD_SHARED(counts->started[p]);
     sum->executed += CMM_LOAD_SHARED(counts->executed);
     sum->cancelled += CMM_LOAD_SHARED(counts->cancelled);
     sum->timers_fired += CMM_LOAD_SHARED(counts->timers_fired);
-    for (int b = 0; b < GFR_POOL_HIST_BUCKETS; b++)
-        sum->hist[b] += CMM_LOAD_SHARED(counts->hist[b]);
+    gfr_hist_snapshot(&counts->queue_ns, &queue_ns);
+    gfr_hist_merge(&sum->queue_ns, &queue_ns);
 }
 
 int
@@ -66,7 +58,7 @@ gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats)
                                        : 0;
         stats->queued += stats->queued_by_prio[p];
     }
-    memcpy(stats->queue_ns_hist, sum.hist, sizeof(stats->queue_ns_hist));
+    stats->queue_ns = sum.queue_ns;
     stats->wakeups = uatomic_read(&pool->wakeups);
     stats->threads_started = uatomic_read(&pool->threads_started);
     stats->threads_exited = uatomic_read(&pool->threads_exited);
@@ -78,22 +70,4 @@ gfr_pool_stats_get(struct gfr_pool *pool, struct gfr_pool_stats *stats)
     stats->blocked = (unsigned)uatomic_read(&pool->nr_blocked);
     stats->peak_threads = (unsigned)uatomic_read(&pool->peak_threads);
     return 0;
-}
-
-uint64_t
-gfr_pool_stats_queue_ns(const struct gfr_pool_stats *stats, double fraction)
-{
-    uint64_t total = 0;
-    uint64_t seen = 0;
-
-    for (int b = 0; b < GFR_POOL_HIST_BUCKETS; b++)
-        total += stats->queue_ns_hist[b];
-    if (total == 0)
-        return 0;
-    for (int b = 0; b < GFR_POOL_HIST_BUCKETS; b++) {
-        seen += stats->queue_ns_hist[b];
-        if ((double)seen >= fraction * (double)total)
-            return b == 0 ? 1 : (uint64_t)1 << b;
-    }
-    return (uint64_t)1 << (GFR_POOL_HIST_BUCKETS - 1);
 }

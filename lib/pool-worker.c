@@ -79,9 +79,8 @@ run_job(struct gfr_pool_worker *worker, struct gfr_pool_job *job)
     }
 
     if (job->enqueued_ns)
-        gfr_pool_hist_record(&worker->counts, now > job->enqueued_ns
-                                                  ? now - job->enqueued_ns
-                                                  : 0);
+        gfr_hist_add(&worker->counts.queue_ns,
+                     now > job->enqueued_ns ? now - job->enqueued_ns : 0);
     CMM_STORE_SHARED(worker->counts.started[job->prio], worker->counts.started[job->prio] + 1);
     /* From here on the job is the callback's: it may free or resubmit it. */
     job->state = GFR_POOL_JOB_IDLE;

@@ -381,8 +381,11 @@ gfr_rdma_conn_count_copied(struct gfr_rdma_conn *conn, size_t n)
     gfr_rdma_count_copied(conn, n);
 }
 
+/* Takes conn->lock, then engine->note_lock (never both at once); any
+ * thread.  copied_bytes is counted outside conn->lock (uatomic). */
 void
-gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats)
+gfr_rdma_conn_read_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats,
+                         char last_error[GFR_RDMA_ERROR_STR])
 {
     pthread_mutex_lock(&conn->lock);
     *stats = conn->stats;
@@ -390,7 +393,15 @@ gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stat
     stats->copied_bytes = uatomic_read(&conn->stats.copied_bytes);
     pthread_mutex_lock(&conn->engine->note_lock);
     stats->errors = conn->nerrors;
+    if (last_error)
+        memcpy(last_error, conn->last_error, GFR_RDMA_ERROR_STR);
     pthread_mutex_unlock(&conn->engine->note_lock);
+}
+
+void
+gfr_rdma_conn_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats)
+{
+    gfr_rdma_conn_read_stats(conn, stats, NULL);
 }
 
 /* How long the adapter retries a work request before it fails it:

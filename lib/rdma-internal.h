@@ -930,6 +930,10 @@ void gfr_rdma_conn_end(struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns);
 void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
+/* The connection's statistics with its error count, and its last logged
+ * problem into last_error when that is not NULL. */
+void gfr_rdma_conn_read_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats,
+                              char last_error[GFR_RDMA_ERROR_STR]);
 int gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len);
 
 /* rdma-async.c: the devices' asynchronous events (CM thread) */

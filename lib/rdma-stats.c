@@ -80,13 +80,8 @@ conn_info(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_info *info)
     info->reason = conn->reason;
     info->rtt_mean_ns = conn->rtt.srtt_ns;
     info->rtt_dev_ns = conn->rtt.rttvar_ns;
-    info->stats = conn->stats;
     pthread_mutex_unlock(&conn->lock);
-
-    pthread_mutex_lock(&conn->engine->note_lock);
-    info->stats.errors = conn->nerrors;
-    memcpy(info->last_error, conn->last_error, sizeof(info->last_error));
-    pthread_mutex_unlock(&conn->engine->note_lock);
+    gfr_rdma_conn_read_stats(conn, &info->stats, info->last_error);
 }
 
 /* The poller's counters are its own thread's: read without a lock. */

@@ -34,6 +34,12 @@
 #define READ_MS 1000  /* for the request line */
 #define WRITE_MS 2000 /* for the whole answer */
 #define REQUEST_MAX 64
+/* After a failed accept (out of descriptors or memory, which poll still
+ * reports as a waiting reader), the server waits this long before it tries
+ * again, doubling up to the most: a full descriptor table must not keep
+ * its thread spinning. */
+#define ACCEPT_BACKOFF_FIRST_MS 10
+#define ACCEPT_BACKOFF_MAX_MS 1000
 
 struct gfr_stat_server {
     int fd;
@@ -43,6 +49,7 @@ struct gfr_stat_server {
     void *cb_arg;
     unsigned long served;  /* uatomic */
     unsigned long dropped; /* uatomic */
+    unsigned long accept_failures; /* uatomic */
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
@@ -268,25 +275,47 @@ serve(struct gfr_stat_server *s, int fd)
     return err;
 }
 
+/* Waits for a reader to accept, or, while backing off (backoff_ms > 0),
+ * for that long with the stop signal alone watched.  1: try an accept;
+ * 0: stop.  Server thread only. */
+static int
+wait_turn(struct pollfd pfds[2], int backoff_ms)
+{
+    for (;;) {
+        int n = backoff_ms ? poll(&pfds[1], 1, backoff_ms) : poll(pfds, 2, -1);
+
+        if (n < 0 && errno != EINTR)
+            return 0;
+        if (n > 0 && pfds[1].revents)
+            return 0;
+        if (backoff_ms ? n == 0 : n > 0 && (pfds[0].revents & POLLIN))
+            return 1;
+    }
+}
+
 static void *
 server_main(void *arg)
 {
     struct gfr_stat_server *s = arg;
     struct pollfd pfds[2] = {{.fd = s->fd, .events = POLLIN},
                              {.fd = s->stop_fd, .events = POLLIN}};
+    int backoff_ms = 0;
 
-    for (;;) {
-        int fd;
+    while (wait_turn(pfds, backoff_ms)) {
+        int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
 
-        if (poll(pfds, 2, -1) < 0 && errno != EINTR)
-            break;
-        if (pfds[1].revents)
-            break;
-        if (!(pfds[0].revents & POLLIN))
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) {
+                backoff_ms = 0;
+                continue;
+            }
+            uatomic_inc(&s->accept_failures);
+            backoff_ms = backoff_ms ? backoff_ms * 2 : ACCEPT_BACKOFF_FIRST_MS;
+            if (backoff_ms > ACCEPT_BACKOFF_MAX_MS)
+                backoff_ms = ACCEPT_BACKOFF_MAX_MS;
             continue;
-        fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
+        }
+        backoff_ms = 0;
         if (serve(s, fd) == 0)
             uatomic_inc(&s->served);
         else
@@ -395,6 +424,12 @@ unsigned long
 gfr_stat_server_dropped(const struct gfr_stat_server *server)
 {
     return uatomic_read(&server->dropped);
+}
+
+unsigned long
+gfr_stat_server_accept_failures(const struct gfr_stat_server *server)
+{
+    return uatomic_read(&server->accept_failures);
 }
 
 void

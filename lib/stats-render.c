@@ -128,34 +128,23 @@ json_engine(FILE *out, const struct gfr_rdma_snapshot *e)
     fputs("]}", out);
 }
 
-/* The pool's time in queue, as a histogram of its own log2 buckets. */
 static void
 json_pool(FILE *out, const struct gfr_pool_stats *p)
 {
-    int first = 1;
-
     fprintf(out,
             "{\"threads\":%u,\"peak_threads\":%u,\"running\":%u,\"sleeping\":%u,"
             "\"spinning\":%u,\"blocked\":%u,\"submitted\":%" PRIu64 ",\"executed\":%" PRIu64
             ",\"cancelled\":%" PRIu64 ",\"queued\":%" PRIu64 ",\"queued_by_class\":{\"high\":%"
             PRIu64 ",\"normal\":%" PRIu64 ",\"low\":%" PRIu64 "},\"wakeups\":%" PRIu64
             ",\"threads_started\":%" PRIu64 ",\"threads_exited\":%" PRIu64
-            ",\"queue_ns\":{\"sample\":%u,\"p50_below\":%" PRIu64 ",\"p99_below\":%" PRIu64
-            ",\"p999_below\":%" PRIu64 ",\"buckets\":[",
+            ",\"queue_ns\":{\"sample\":%u,",
             p->threads, p->peak_threads, p->running, p->sleeping, p->spinning, p->blocked,
             p->submitted, p->executed, p->cancelled, p->queued,
             p->queued_by_prio[GFR_POOL_PRIO_HIGH], p->queued_by_prio[GFR_POOL_PRIO_NORMAL],
             p->queued_by_prio[GFR_POOL_PRIO_LOW], p->wakeups, p->threads_started,
-            p->threads_exited, GFR_POOL_HIST_SAMPLE, gfr_pool_stats_queue_ns(p, 0.5),
-            gfr_pool_stats_queue_ns(p, 0.99), gfr_pool_stats_queue_ns(p, 0.999));
-    for (int b = 0; b < GFR_POOL_HIST_BUCKETS; b++) {
-        if (!p->queue_ns_hist[b])
-            continue;
-        fprintf(out, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",",
-                b ? (uint64_t)1 << (b - 1) : 0, p->queue_ns_hist[b]);
-        first = 0;
-    }
-    fputs("]}}", out);
+            p->threads_exited, GFR_POOL_HIST_SAMPLE);
+    json_hist(out, &p->queue_ns);
+    fputs("}}", out);
 }
 
 int
@@ -270,10 +259,11 @@ gfr_stats_render_table(FILE *out, const struct gfr_stats_view *v)
                 p->submitted, p->executed, p->cancelled, p->queued,
                 p->queued_by_prio[GFR_POOL_PRIO_HIGH], p->queued_by_prio[GFR_POOL_PRIO_NORMAL],
                 p->queued_by_prio[GFR_POOL_PRIO_LOW], p->wakeups);
-        fprintf(out, "  time in queue (1 job in %u): p50 < %.1f us, p99 < %.1f us, "
-                     "p999 < %.1f us\n",
-                GFR_POOL_HIST_SAMPLE, us(gfr_pool_stats_queue_ns(p, 0.5)),
-                us(gfr_pool_stats_queue_ns(p, 0.99)), us(gfr_pool_stats_queue_ns(p, 0.999)));
+        fprintf(out, "  time in queue (1 job in %u): p50 %.1f us, p99 %.1f us, "
+                     "p999 %.1f us\n",
+                GFR_POOL_HIST_SAMPLE, us(gfr_hist_percentile(&p->queue_ns, 0.5)),
+                us(gfr_hist_percentile(&p->queue_ns, 0.99)),
+                us(gfr_hist_percentile(&p->queue_ns, 0.999)));
     }
     return ferror(out) ? -EIO : 0;
 }

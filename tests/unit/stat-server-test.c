@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -24,7 +26,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
+#include "gfr_clock.h"
 #include "gfr_stat_server.h"
 
 static char dir[64];
@@ -225,6 +233,75 @@ test_silent_and_stuck_readers_are_cut_off(void **state)
     gfr_stat_server_stop(s);
 }
 
+/* The lowest descriptor number free now. */
+static int
+lowest_free_fd(void)
+{
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    assert_true(fd >= 0);
+    close(fd);
+    return fd;
+}
+
+static void
+test_out_of_descriptors_backs_off_then_serves(void **state)
+{
+    struct gfr_stat_server *s;
+    struct rlimit saved, low;
+    uint64_t from_ns, elapsed_ms, next_ms, gap_ms;
+    unsigned long failures, most = 1;
+    struct pollfd pfd;
+    char buf[64] = "";
+    int reader;
+
+    (void)state;
+    s = start();
+    reader = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(reader >= 0);
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = (rlim_t)lowest_free_fd();
+    from_ns = gfr_now_ns();
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    {
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+
+        snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", gfr_stat_server_path(s));
+        assert_int_equal(connect(reader, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    }
+    assert_int_equal(write(reader, "json\n", 5), 5);
+    usleep(300 * 1000);
+    failures = gfr_stat_server_accept_failures(s);
+    elapsed_ms = (gfr_now_ns() - from_ns) / 1000000;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    /* Tries at 0, 10, 30, 70, ... ms after the first (gaps doubling up to
+     * 1 s), so this many at the most: a spinning server would have failed
+     * thousands of times by now. */
+    for (next_ms = gap_ms = 10; next_ms <= elapsed_ms; next_ms += gap_ms) {
+        most++;
+        gap_ms = gap_ms * 2 > 1000 ? 1000 : gap_ms * 2;
+    }
+    assert_true(failures >= 1);
+    assert_true(failures <= most);
+    /* The reader waited in the backlog and is served at the next try.
+     * (valgrind emulates the limit by closing what the kernel accepted,
+     * so there the reader is gone and a new one asks.) */
+    if (RUNNING_ON_VALGRIND) {
+        close(reader);
+        reader = connect_to(gfr_stat_server_path(s));
+        assert_true(reader >= 0);
+        assert_int_equal(write(reader, "json\n", 5), 5);
+    }
+    pfd = (struct pollfd){.fd = reader, .events = POLLIN};
+    assert_int_equal(poll(&pfd, 1, 10000), 1);
+    assert_true(read(reader, buf, sizeof(buf) - 1) > 0);
+    assert_string_equal(buf, "{\"json\":1}\n");
+    close(reader);
+    assert_int_equal(gfr_stat_server_served(s), 1);
+    gfr_stat_server_stop(s);
+}
+
 static void
 test_a_non_root_caller_is_refused(void **state)
 {
@@ -298,6 +375,8 @@ main(void)
         cmocka_unit_test_setup_teardown(test_garbage_gets_a_message_and_costs_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_silent_and_stuck_readers_are_cut_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_descriptors_backs_off_then_serves, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_non_root_caller_is_refused, setup, teardown),
         cmocka_unit_test(test_socket_names_parse),
