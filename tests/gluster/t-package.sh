@@ -5,9 +5,11 @@
 # changed.  There the package installs with dpkg, glusterfs-rdma-setup makes
 # that root's glusterd listen on rdma, glusterd creates and starts a volume
 # over rdma, which is mounted over rdma and passes a data check, with the
-# package's own rdma.so (no build tree in sight); then the package is
-# purged, and nothing of it may remain: none of its files, directories it
-# created, conffiles or dpkg records.
+# package's own rdma.so (no build tree in sight); `glusterfs-rdma-setup
+# --undo` restores glusterd.vol byte for byte; then the package is purged
+# (saying how to undo a setup still in place), and nothing of it may
+# remain: none of its files, directories it created, conffiles or dpkg
+# records.
 #
 # The package comes from ${GFR_BUILDDIR}-deb (scripts/check builds it
 # there); GFR_DEB names another .deb.  Skipped (77) in a sanitizer
@@ -91,6 +93,8 @@ in_root gfr-perf --help >/dev/null 2>&1 || fail "the installed gfr-perf does not
 echo "t-package: $(basename "$deb") installed ($tdir; ${SECONDS}s)"
 
 # --- a glusterd-managed volume over rdma, with what the package installed
+cp -p "$root/etc/glusterfs/glusterd.vol" "$run/glusterd.vol.original" ||
+	fail "the root has no /etc/glusterfs/glusterd.vol"
 in_root glusterfs-rdma-setup >"$run/setup.log" 2>&1 ||
 	{ cat "$run/setup.log"; fail "glusterfs-rdma-setup failed"; }
 truncate -s 200M "$run/brick.img" && mkfs.ext4 -q -F "$run/brick.img" &&
@@ -122,9 +126,21 @@ for log in "$glog" "$root"/var/log/glusterfs/bricks/*.log; do
 done
 echo "t-package: a glusterd-managed volume over rdma was created, mounted over rdma and data-checked (${SECONDS}s)"
 
+# --- --undo: glusterd.vol as it was, byte for byte
+in_root glusterfs-rdma-setup --undo >"$run/undo.log" 2>&1 ||
+	{ cat "$run/undo.log"; fail "glusterfs-rdma-setup --undo failed"; }
+cmp "$run/glusterd.vol.original" "$root/etc/glusterfs/glusterd.vol" ||
+	fail "glusterfs-rdma-setup --undo did not restore glusterd.vol byte for byte"
+[ ! -e "$root/etc/glusterfs/glusterd.vol.before-rdma" ] || fail "--undo left its backup behind"
+# Set up again, so that the purge below has an edit to tell about.
+in_root glusterfs-rdma-setup >>"$run/setup.log" 2>&1 || fail "glusterfs-rdma-setup after --undo failed"
+echo "t-package: glusterfs-rdma-setup --undo restored glusterd.vol byte for byte (${SECONDS}s)"
+
 # --- purge: nothing of the package remains
 in_root dpkg --purge glusterfs-rdma >"$run/dpkg-purge.log" 2>&1 ||
 	{ cat "$run/dpkg-purge.log"; fail "dpkg --purge glusterfs-rdma failed"; }
+grep -q "mv /etc/glusterfs/glusterd.vol.before-rdma /etc/glusterfs/glusterd.vol" "$run/dpkg-purge.log" ||
+	{ cat "$run/dpkg-purge.log"; fail "the purge did not say how to undo glusterfs-rdma-setup's edit"; }
 [ -z "$(in_root dpkg-query -W -f='${db:Status-Abbrev}' glusterfs-rdma 2>/dev/null)" ] ||
 	fail "dpkg still has a record of glusterfs-rdma after the purge"
 left=$(ls "$root"/var/lib/dpkg/info/glusterfs-rdma.* 2>/dev/null)
