@@ -2,9 +2,9 @@
 /*
  * A process's live statistics, served over a unix socket (docs/
  * statistics.md): DIR/NAME.PID.sock, mode 0600, answering one request per
- * connection.  A reader sends one line, "json" or "table", and reads the
- * answer until the server closes; anything else gets a line starting
- * "error:" that says what is accepted.  gfr-stat is the reader.
+ * connection.  A reader sends one line, "json", "table" or "openmetrics",
+ * and reads the answer until the server closes; anything else gets a line
+ * starting "error:" that says what is accepted.  gfr-stat is the reader.
  *
  * The server is one thread that serves readers one at a time, off the data
  * path: the render callback takes the snapshot (gfr_rdma_snapshot,
@@ -24,6 +24,7 @@
 enum gfr_stat_format {
     GFR_STAT_JSON,
     GFR_STAT_TABLE,
+    GFR_STAT_OPENMETRICS,
 };
 
 /* Writes the statistics in format to out; 0 or a negative errno.  Runs on

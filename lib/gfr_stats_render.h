@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A process's statistics as text: one JSON object (gfr-stat --json) or
- * tables (gfr-stat), from snapshots already taken.  docs/statistics.md
+ * A process's statistics as text: one JSON object (gfr-stat --json),
+ * tables (gfr-stat) or OpenMetrics text (gfr-stat --openmetrics,
+ * stats-openmetrics.c), from snapshots already taken.  docs/statistics.md
  * describes both.  Pure: writes to out, any thread.
  */
 #ifndef GFR_STATS_RENDER_H
@@ -24,5 +25,8 @@ struct gfr_stats_view {
 /* 0, or -EIO when out failed. */
 int gfr_stats_render_json(FILE *out, const struct gfr_stats_view *view);
 int gfr_stats_render_table(FILE *out, const struct gfr_stats_view *view);
+/* A connection without addresses yet (still resolving) is left out: its
+ * labels would not tell it from another such. */
+int gfr_stats_render_openmetrics(FILE *out, const struct gfr_stats_view *view);
 
 #endif /* GFR_STATS_RENDER_H */

@@ -239,7 +239,7 @@ serve(struct gfr_stat_server *s, int fd)
     }
     err = read_request(fd, line, sizeof(line));
     if (err == -EMSGSIZE) {
-        reply_text(fd, "error: request too long: send a line, json or table\n");
+        reply_text(fd, "error: request too long: send a line, json, table or openmetrics\n");
         return err;
     }
     if (err)
@@ -248,11 +248,13 @@ serve(struct gfr_stat_server *s, int fd)
         format = GFR_STAT_JSON;
     } else if (strcmp(line, "table") == 0) {
         format = GFR_STAT_TABLE;
+    } else if (strcmp(line, "openmetrics") == 0) {
+        format = GFR_STAT_OPENMETRICS;
     } else {
         for (char *c = line; *c; c++)
             if (!isprint((unsigned char)*c))
                 *c = '?';
-        snprintf(msg, sizeof(msg), "error: unknown request '%.40s': send json or table\n",
+        snprintf(msg, sizeof(msg), "error: unknown request '%.40s': send json, table or openmetrics\n",
                  line);
         reply_text(fd, msg);
         return -EINVAL;

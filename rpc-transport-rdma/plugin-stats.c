@@ -35,8 +35,17 @@ render(FILE *out, enum gfr_stat_format format, void *cb_arg)
         return err;
     view.engines = snaps;
     view.pool = have_pool ? &pool : NULL;
-    err = format == GFR_STAT_JSON ? gfr_stats_render_json(out, &view)
-                                  : gfr_stats_render_table(out, &view);
+    switch (format) {
+    case GFR_STAT_JSON:
+        err = gfr_stats_render_json(out, &view);
+        break;
+    case GFR_STAT_OPENMETRICS:
+        err = gfr_stats_render_openmetrics(out, &view);
+        break;
+    default:
+        err = gfr_stats_render_table(out, &view);
+        break;
+    }
     for (unsigned i = 0; i < view.nengines; i++)
         gfr_rdma_snapshot_free(snaps[i]);
     free(snaps);

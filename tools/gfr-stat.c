@@ -6,6 +6,7 @@
  *   gfr-stat                      the processes serving statistics
  *   gfr-stat PID|NAME             their tables
  *   gfr-stat --json PID|NAME      one JSON object
+ *   gfr-stat --openmetrics PID|NAME   OpenMetrics text, for Prometheus
  *   gfr-stat --watch N PID|NAME   again every N seconds
  *
  * It reads $GFR_STAT_DIR (default /run/gluster/rdma), where each process
@@ -38,9 +39,10 @@ struct proc {
 static void
 usage(FILE *out)
 {
-    fprintf(out, "usage: gfr-stat [--json] [--watch SECONDS] [PID|NAME]\n"
+    fprintf(out, "usage: gfr-stat [--json | --openmetrics] [--watch SECONDS] [PID|NAME]\n"
                  "  without PID or NAME: list the processes serving RDMA statistics\n"
                  "  --json         print one JSON object instead of tables\n"
+                 "  --openmetrics  print OpenMetrics text (Prometheus) instead of tables\n"
                  "  --watch N      print again every N seconds (1-3600)\n"
                  "statistics sockets are read from %s ($GFR_STAT_DIR)\n",
             gfr_stat_dir());
@@ -130,12 +132,12 @@ pick(const char *dir, const char *which, struct proc *out)
     return -1;
 }
 
-/* Asks p for its statistics and copies the answer to stdout: 0, or 1. */
+/* Asks p for its statistics ("table\n", "json\n" or "openmetrics\n") and
+ * copies the answer to stdout: 0, or 1. */
 static int
-query(const struct proc *p, int json)
+query(const struct proc *p, const char *request)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    const char *request = json ? "json\n" : "table\n";
     char buf[65536];
     ssize_t n;
     int fd, got = 0;
@@ -190,21 +192,28 @@ main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"openmetrics", no_argument, NULL, 'o'},
         {"watch", required_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *dir = gfr_stat_dir();
+    const char *request = "table\n";
     long watch = 0;
-    int json = 0, c;
+    int c;
     struct proc p;
 
-    while ((c = getopt_long(argc, argv, "jw:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jow:h", longopts, NULL)) != -1) {
         char *end;
 
         switch (c) {
         case 'j':
-            json = 1;
+        case 'o':
+            if (strcmp(request, "table\n") != 0) {
+                fprintf(stderr, "gfr-stat: --json and --openmetrics exclude each other\n");
+                return 2;
+            }
+            request = c == 'j' ? "json\n" : "openmetrics\n";
             break;
         case 'w':
             watch = strtol(optarg, &end, 10);
@@ -223,8 +232,8 @@ main(int argc, char **argv)
         }
     }
     if (optind == argc) {
-        if (json || watch) {
-            fprintf(stderr, "gfr-stat: --json and --watch need a PID or NAME\n");
+        if (strcmp(request, "table\n") != 0 || watch) {
+            fprintf(stderr, "gfr-stat: --json, --openmetrics and --watch need a PID or NAME\n");
             return 2;
         }
         return list_procs(dir);
@@ -236,9 +245,9 @@ main(int argc, char **argv)
     if (pick(dir, argv[optind], &p) != 0)
         return 1;
     for (;;) {
-        if (watch && !json)
+        if (watch && strcmp(request, "table\n") == 0)
             fputs("\033[H\033[2J", stdout);
-        if (query(&p, json) != 0)
+        if (query(&p, request) != 0)
             return 1;
         if (!watch)
             return 0;

@@ -4,7 +4,8 @@
 # connection from both sides (the brick's peer is the client's local
 # address), at least N messages each way on it, and stage histograms that
 # grew by exactly N calls (client: call, reply_owner; brick: serve,
-# req_owner); --json parses; the brick's statedump counts the bytes the
+# req_owner); --json parses; --openmetrics parses with Prometheus's own
+# parser and counts the brick's messages sent as its table does; the brick's statedump counts the bytes the
 # transport moved; client B is listed as a process of its own.
 # Bad input: a stale socket of a dead brick is removed when the brick
 # starts, readers that send nothing or garbage are cut off with a message
@@ -59,12 +60,37 @@ PY
 badpid=$!
 hold_step "$run/a" || exit 1
 wait $badpid
-grep -q "^error: unknown request '?garbage': send json or table" "$run/bad-readers" ||
+grep -q "^error: unknown request '?garbage': send json, table or openmetrics" "$run/bad-readers" ||
 	fail "garbage got no clear answer: $(cat "$run/bad-readers")"
 hold_stat_snap "$run/a" after $name rdma || fail "gfr-stat --json after the reads failed"
 "$gfr_stat" "$bpid" >"$run/brick-table" || fail "gfr-stat $bpid (tables) failed"
 grep -q "^connections: " "$run/brick-table" && grep -q "^  serve " "$run/brick-table" ||
 	fail "the brick's tables lack connections or stages: $(head -20 "$run/brick-table")"
+
+# OpenMetrics: parsed by python3-prometheus-client's parser, and the
+# messages the brick sent, summed over its connections, as its table says.
+# The brick may send between two readings (a ping): taken between two
+# tables that agree.
+dump=$(dirname "$0")/../unit/openmetrics-dump
+sent_in_table() { awk '/^connections: /{c=1; next} /^pollers: /{c=0} c && $3 ~ /^(client|server)$/ {s += $7} END {print s + 0}' "$1"; }
+agreed=
+for try in 1 2 3 4 5; do
+	"$gfr_stat" "$bpid" >"$run/om-table1" && "$gfr_stat" --openmetrics "$bpid" >"$run/brick.om" &&
+		"$gfr_stat" "$bpid" >"$run/om-table2" || fail "gfr-stat --openmetrics $bpid failed"
+	"$dump" "$run/brick.om" >"$run/brick.om-dump" ||
+		fail "the brick's OpenMetrics text does not parse: $(tail -3 "$run/brick.om")"
+	t1=$(sent_in_table "$run/om-table1") t2=$(sent_in_table "$run/om-table2")
+	[ "$t1" = "$t2" ] || continue
+	om=$(awk '$4 ~ /^glusterfs_rdma_messages_sent_total[{]/ {s += $5} END {printf "%d", s}' "$run/brick.om-dump")
+	[ "$om" = "$t1" ] || fail "OpenMetrics says the brick sent $om messages, its table $t1"
+	agreed=$t1
+	break
+done
+[ -n "$agreed" ] && [ "$agreed" -ge $reads ] ||
+	fail "no two tables of the brick agreed on its messages sent ('$agreed'), or fewer than $reads"
+grep -q '^glusterfs_rdma_stage_seconds histogram seconds glusterfs_rdma_stage_seconds_count{engine=0,pid='"$bpid"',process=glusterfsd,stage=serve} ' "$run/brick.om-dump" ||
+	fail "the brick's OpenMetrics text has no serve stage: $(grep -c . "$run/brick.om-dump") samples"
+echo "t-stats: openmetrics: $(grep -c . "$run/brick.om-dump") samples parse; the brick sent $agreed messages, as its table says"
 
 python3 - "$run/a" $reads <<'PY' || exit 1
 import json, sys
