@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "gfr_pool.h"
+#include "gfr_port_counters.h"
 #include "gfr_rdma.h"
 
 struct gfr_stats_view {
@@ -20,6 +21,9 @@ struct gfr_stats_view {
     unsigned nengines;
     struct gfr_rdma_snapshot *const *engines;
     const struct gfr_pool_stats *pool; /* NULL: no pool */
+    /* The hw_counters of the ports of the engines' devices. */
+    unsigned nports;
+    const struct gfr_port_counters *ports;
 };
 
 /* 0, or -EIO when out failed. */

@@ -397,6 +397,26 @@ pool_families(FILE *out, const struct gfr_stats_view *v)
     put_hist(out, "pool_queue_seconds", v, NULL, &p->queue_ns);
 }
 
+/* The providers' own counters, by the provider's name for each: most
+ * count, some are settings (mlx5's lifespan), so their type is unknown. */
+static void
+port_families(FILE *out, const struct gfr_stats_view *v)
+{
+    put_family(out, "port_hw_counter", "unknown", NULL,
+               "An RDMA port's own counter, as its provider names it (sysfs hw_counters).");
+    for (unsigned i = 0; i < v->nports; i++) {
+        const struct gfr_port_counters *pc = &v->ports[i];
+
+        for (unsigned c = 0; c < pc->n; c++) {
+            fputs(PREFIX "port_hw_counter{", out);
+            put_process_labels(out, v);
+            put_label(out, "device", pc->device);
+            put_label(out, "counter", pc->counter[c].name);
+            fprintf(out, ",port=\"%u\"} %" PRIu64 "\n", pc->port, pc->counter[c].value);
+        }
+    }
+}
+
 int
 gfr_stats_render_openmetrics(FILE *out, const struct gfr_stats_view *v)
 {
@@ -405,6 +425,7 @@ gfr_stats_render_openmetrics(FILE *out, const struct gfr_stats_view *v)
     poller_families(out, v);
     if (v->pool)
         pool_families(out, v);
+    port_families(out, v);
     fputs("# EOF\n", out);
     return ferror(out) ? -EIO : 0;
 }

@@ -163,7 +163,21 @@ gfr_stats_render_json(FILE *out, const struct gfr_stats_view *v)
         json_pool(out, v->pool);
     else
         fputs("null", out);
-    fputs("}\n", out);
+    fputs(",\"ports\":[", out);
+    for (unsigned i = 0; i < v->nports; i++) {
+        const struct gfr_port_counters *pc = &v->ports[i];
+
+        fputs(i ? ",{\"device\":" : "{\"device\":", out);
+        json_str(out, pc->device);
+        fprintf(out, ",\"port\":%u,\"hw_counters\":{", pc->port);
+        for (unsigned c = 0; c < pc->n; c++) {
+            fputs(c ? "," : "", out);
+            json_str(out, pc->counter[c].name);
+            fprintf(out, ":%" PRIu64, pc->counter[c].value);
+        }
+        fputs("}}", out);
+    }
+    fputs("]}\n", out);
     return ferror(out) ? -EIO : 0;
 }
 
@@ -240,6 +254,22 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
     }
 }
 
+/* The ports' counters, four to a line, by name. */
+static void
+table_ports(FILE *out, const struct gfr_stats_view *v)
+{
+    fprintf(out, "\nports: %u (the provider's hw_counters)\n", v->nports);
+    for (unsigned i = 0; i < v->nports; i++) {
+        const struct gfr_port_counters *pc = &v->ports[i];
+
+        fprintf(out, "  %s port %u:%s\n", pc->device, pc->port,
+                pc->n ? "" : " no counters (the provider keeps none)");
+        for (unsigned c = 0; c < pc->n; c++)
+            fprintf(out, "%s%-28s %12" PRIu64 "%s", c % 4 ? "  " : "    ", pc->counter[c].name,
+                    pc->counter[c].value, c % 4 == 3 || c + 1 == pc->n ? "\n" : "");
+    }
+}
+
 int
 gfr_stats_render_table(FILE *out, const struct gfr_stats_view *v)
 {
@@ -265,5 +295,6 @@ gfr_stats_render_table(FILE *out, const struct gfr_stats_view *v)
                 us(gfr_hist_percentile(&p->queue_ns, 0.99)),
                 us(gfr_hist_percentile(&p->queue_ns, 0.999)));
     }
+    table_ports(out, v);
     return ferror(out) ? -EIO : 0;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "gfr_plugin.h"
@@ -18,11 +19,45 @@
 static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
 static struct gfr_stat_server *server; /* set once, by stats_once */
 
+/* The ports of every device the engines poll, each device once, with
+ * their hw_counters (GFR_PORT_LISTED at the most): their count; *portsp
+ * is the caller's to free.  A port whose counters cannot be read is left
+ * out; a provider that keeps none gives a port with none. */
+#define GFR_PORT_LISTED 16
+
+static unsigned
+read_ports(struct gfr_rdma_snapshot *const *snaps, unsigned nsnaps,
+           struct gfr_port_counters **portsp)
+{
+    struct gfr_port_counters *ports = calloc(GFR_PORT_LISTED, sizeof(*ports));
+    const char *sysfs = gfr_sysfs_root();
+    unsigned n = 0;
+
+    *portsp = ports;
+    if (!ports)
+        return 0;
+    for (unsigned e = 0; e < nsnaps; e++)
+        for (unsigned p = 0; p < snaps[e]->npollers; p++) {
+            const char *dev = snaps[e]->pollers[p].device;
+            unsigned numbers[GFR_PORT_LISTED];
+            int seen = 0, nports;
+
+            for (unsigned i = 0; i < n && !seen; i++)
+                seen = strcmp(ports[i].device, dev) == 0;
+            nports = seen ? 0 : gfr_port_list(sysfs, dev, numbers, GFR_PORT_LISTED);
+            for (int i = 0; i < nports && n < GFR_PORT_LISTED; i++)
+                if (gfr_port_counters_read(sysfs, dev, numbers[i], &ports[n]) == 0)
+                    n++;
+        }
+    return n;
+}
+
 /* The stat server's render callback: on its thread, never an engine's. */
 static int
 render(FILE *out, enum gfr_stat_format format, void *cb_arg)
 {
     struct gfr_rdma_snapshot **snaps = NULL;
+    struct gfr_port_counters *ports = NULL;
     struct gfr_pool_stats pool;
     struct gfr_stats_view view = {.process = program_invocation_short_name,
                                   .pid = getpid()};
@@ -35,6 +70,8 @@ render(FILE *out, enum gfr_stat_format format, void *cb_arg)
         return err;
     view.engines = snaps;
     view.pool = have_pool ? &pool : NULL;
+    view.nports = read_ports(snaps, view.nengines, &ports);
+    view.ports = ports;
     switch (format) {
     case GFR_STAT_JSON:
         err = gfr_stats_render_json(out, &view);
@@ -49,6 +86,7 @@ render(FILE *out, enum gfr_stat_format format, void *cb_arg)
     for (unsigned i = 0; i < view.nengines; i++)
         gfr_rdma_snapshot_free(snaps[i]);
     free(snaps);
+    free(ports);
     return err;
 }
 

@@ -7,6 +7,7 @@
  *   gfr-stat PID|NAME             their tables
  *   gfr-stat --json PID|NAME      one JSON object
  *   gfr-stat --openmetrics PID|NAME   OpenMetrics text, for Prometheus
+ *   gfr-stat --port-counters [DEV]    the RDMA ports' hw_counters alone
  *   gfr-stat --watch N PID|NAME   again every N seconds
  *
  * It reads $GFR_STAT_DIR (default /run/gluster/rdma), where each process
@@ -16,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "gfr_port_counters.h"
 #include "gfr_stat_server.h"
 
 #define MAX_PROCS 256
@@ -44,6 +47,9 @@ usage(FILE *out)
                  "  --json         print one JSON object instead of tables\n"
                  "  --openmetrics  print OpenMetrics text (Prometheus) instead of tables\n"
                  "  --watch N      print again every N seconds (1-3600)\n"
+                 "usage: gfr-stat --port-counters [DEVICE]\n"
+                 "  the hw_counters of every RDMA port (of DEVICE's), a line each:\n"
+                 "  DEVICE PORT COUNTER VALUE (sysfs: $GFR_SYSFS, default /sys)\n"
                  "statistics sockets are read from %s ($GFR_STAT_DIR)\n",
             gfr_stat_dir());
 }
@@ -95,6 +101,62 @@ list_procs(const char *dir)
         printf("%-8ld %-20s %s%s\n", procs[i].pid, procs[i].name, procs[i].path,
                procs[i].alive ? "" : " (process gone)");
     return 0;
+}
+
+/* Prints DEVICE PORT COUNTER VALUE for each counter of device's ports:
+ * 0, or 1 with a message when the device is not there. */
+static int
+print_device_counters(const char *sysfs, const char *device)
+{
+    static struct gfr_port_counters pc;
+    unsigned ports[64];
+    int n = gfr_port_list(sysfs, device, ports, 64);
+
+    if (n < 0) {
+        fprintf(stderr, "gfr-stat: no RDMA device %s in %s/class/infiniband: %s\n", device, sysfs,
+                strerror(-n));
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        int err = gfr_port_counters_read(sysfs, device, ports[i], &pc);
+
+        if (err) {
+            fprintf(stderr, "gfr-stat: cannot read the counters of %s port %u: %s\n", device,
+                    ports[i], strerror(-err));
+            return 1;
+        }
+        for (unsigned c = 0; c < pc.n; c++)
+            printf("%s %u %s %" PRIu64 "\n", device, ports[i], pc.counter[c].name,
+                   pc.counter[c].value);
+    }
+    return 0;
+}
+
+/* --port-counters [DEVICE]: one device's, or every device's. */
+static int
+port_counters(const char *device)
+{
+    const char *sysfs = gfr_sysfs_root();
+    char dir[PATH_MAX];
+    struct dirent *e;
+    int status = 0;
+    DIR *d;
+
+    if (device)
+        return print_device_counters(sysfs, device);
+    snprintf(dir, sizeof(dir), "%s/class/infiniband", sysfs);
+    d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT)
+            return 0; /* no RDMA device: no counters */
+        fprintf(stderr, "gfr-stat: cannot read %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            status |= print_device_counters(sysfs, e->d_name);
+    closedir(d);
+    return status;
 }
 
 /* The one live process that `which` (a pid or a name) names. */
@@ -193,6 +255,7 @@ main(int argc, char **argv)
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
         {"openmetrics", no_argument, NULL, 'o'},
+        {"port-counters", no_argument, NULL, 'p'},
         {"watch", required_argument, NULL, 'w'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -200,10 +263,10 @@ main(int argc, char **argv)
     const char *dir = gfr_stat_dir();
     const char *request = "table\n";
     long watch = 0;
-    int c;
+    int ports = 0, c;
     struct proc p;
 
-    while ((c = getopt_long(argc, argv, "jow:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jopw:h", longopts, NULL)) != -1) {
         char *end;
 
         switch (c) {
@@ -214,6 +277,9 @@ main(int argc, char **argv)
                 return 2;
             }
             request = c == 'j' ? "json\n" : "openmetrics\n";
+            break;
+        case 'p':
+            ports = 1;
             break;
         case 'w':
             watch = strtol(optarg, &end, 10);
@@ -230,6 +296,13 @@ main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (ports) {
+        if (strcmp(request, "table\n") != 0 || watch || optind + 1 < argc) {
+            usage(stderr);
+            return 2;
+        }
+        return port_counters(optind < argc ? argv[optind] : NULL);
     }
     if (optind == argc) {
         if (strcmp(request, "table\n") != 0 || watch) {

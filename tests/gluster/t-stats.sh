@@ -5,7 +5,8 @@
 # address), at least N messages each way on it, and stage histograms that
 # grew by exactly N calls (client: call, reply_owner; brick: serve,
 # req_owner); --json parses; --openmetrics parses with Prometheus's own
-# parser and counts the brick's messages sent as its table does; the brick's statedump counts the bytes the
+# parser and counts the brick's messages sent as its table does; the
+# brick's device's port counters (hw_counters) appear in all three; the brick's statedump counts the bytes the
 # transport moved; client B is listed as a process of its own.
 # Bad input: a stale socket of a dead brick is removed when the brick
 # starts, readers that send nothing or garbage are cut off with a message
@@ -91,6 +92,23 @@ done
 grep -q '^glusterfs_rdma_stage_seconds histogram seconds glusterfs_rdma_stage_seconds_count{engine=0,pid='"$bpid"',process=glusterfsd,stage=serve} ' "$run/brick.om-dump" ||
 	fail "the brick's OpenMetrics text has no serve stage: $(grep -c . "$run/brick.om-dump") samples"
 echo "t-stats: openmetrics: $(grep -c . "$run/brick.om-dump") samples parse; the brick sent $agreed messages, as its table says"
+
+# The fabric's own counters beside the brick's: its device's port, by the
+# provider's names (siw keeps none: the port is listed with none).
+bdev=$(awk '/^pollers: /{p=1; next} p && $2 ~ /^[0-9]+$/ {print $1; exit}' "$run/om-table2")
+[ -n "$bdev" ] || fail "the brick's table names no poller device"
+grep -q "^  $bdev port 1:" "$run/om-table2" || fail "the brick's table shows no counters of $bdev port 1: $(sed -n '/^ports:/,$p' "$run/om-table2")"
+if fabric_has_counters; then
+	grep -q "^    .*sent_pkts  *[0-9]" "$run/om-table2" || fail "the brick's table lacks $bdev's sent_pkts"
+	grep -q "^glusterfs_rdma_port_hw_counter unknown - glusterfs_rdma_port_hw_counter{counter=sent_pkts,device=$bdev,pid=$bpid,port=1,process=glusterfsd} " "$run/brick.om-dump" ||
+		fail "the brick's OpenMetrics text lacks $bdev's sent_pkts"
+	"$gfr_stat" --json "$bpid" | python3 -c '
+import json, sys
+ports = json.load(sys.stdin)["ports"]
+assert any(p["device"] == sys.argv[1] and p["port"] == 1 and p["hw_counters"]["sent_pkts"] > 0 for p in ports), ports
+' "$bdev" || fail "the brick's JSON lacks $bdev's sent_pkts"
+fi
+echo "t-stats: ports: $bdev port 1's hw_counters shown in the table, JSON and OpenMetrics"
 
 python3 - "$run/a" $reads <<'PY' || exit 1
 import json, sys

@@ -16,6 +16,7 @@
 # GFR_SERVER_ADDR, through GFR_PEER_RUN (default `ssh -o BatchMode=yes
 # GFR_PEER`: a command that runs the one shell command line it is given
 # there); GFR_GID_INDEX is perftest's -x (empty on InfiniBand).
+fabric_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hosts_mode() { [ "${GFR_HOSTS:-0}" = 1 ]; }
 if hosts_mode; then
 	: "${GFR_PEER:?GFR_HOSTS=1 needs GFR_PEER, the host of the server side}"
@@ -77,10 +78,12 @@ net_counter() { # IFACE rx_packets|tx_packets
 }
 
 # rdma_counter DEV sent_pkts|rcvd_pkts: a port counter of DEV, or nothing
-# when its provider keeps none (siw has no hw_counters).
+# when its provider keeps none (siw has no hw_counters).  Read through
+# gfr-stat --port-counters, the one reader of them (lib/port-counters.c),
+# of $GFR_BUILDDIR (default: the tree's build).
 rdma_counter() {
-	local f=/sys/class/infiniband/$1/ports/1/hw_counters/$2
-	[ -r "$f" ] && cat "$f"
+	"${GFR_BUILDDIR:-$fabric_lib_dir/../../build}/tools/gfr-stat" --port-counters "$1" 2>/dev/null |
+		awk -v name="$2" '$2 == 1 && $3 == name { print $4 }'
 	return 0
 }
 
@@ -92,7 +95,7 @@ fabric_is_rnic() {
 
 # fabric_has_counters: whether the provider counts packets per port.
 fabric_has_counters() {
-	[ -r "/sys/class/infiniband/$fabric_dev0/ports/1/hw_counters/sent_pkts" ]
+	[ -n "$(rdma_counter "$fabric_dev0" sent_pkts)" ]
 }
 
 # port_sent DEV: packets DEV's port 1 sent, from its provider's counters

@@ -5,7 +5,8 @@
  * which fails on text the format forbids), and the parsed samples must
  * carry the view's values: counters as _total with units in their names,
  * nanoseconds as exact seconds, label values escaped, histogram buckets
- * cumulative up to +Inf = count, a still-resolving connection left out.
+ * cumulative up to +Inf = count, a still-resolving connection left out,
+ * a port's hw_counters by the provider's names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,12 +111,15 @@ test_a_known_view_parses_with_its_values(void **state)
     static struct gfr_rdma_poller_info pollers[1];
     static struct gfr_rdma_snapshot snap;
     static struct gfr_pool_stats pool;
+    static struct gfr_port_counters port = {.device = "rxe0", .port = 1, .n = 1};
     struct gfr_rdma_snapshot *engines[1] = {&snap};
     struct gfr_stats_view view = {.process = "gluster\"fs\\d",
                                   .pid = 4242,
                                   .nengines = 1,
                                   .engines = engines,
-                                  .pool = &pool};
+                                  .pool = &pool,
+                                  .nports = 1,
+                                  .ports = &port};
     static const struct {
         const char *le, *count;
     } buckets[] = {
@@ -159,6 +163,8 @@ test_a_known_view_parses_with_its_values(void **state)
     gfr_hist_add(&live, 1024);     /* just above */
     gfr_hist_add(&live, 3000000);  /* 3 ms */
     gfr_hist_snapshot(&live, &snap.stage[GFR_STAGE_CALL]);
+    snprintf(port.counter[0].name, sizeof(port.counter[0].name), "retry_exceeded_err");
+    port.counter[0].value = 17;
     pool.threads = 2;
     pool.submitted = 10;
     pool.queued_by_prio[GFR_POOL_PRIO_LOW] = 4;
@@ -214,6 +220,8 @@ test_a_known_view_parses_with_its_values(void **state)
                            "glusterfs_rdma_pool_queued_jobs{class=low," PID "," PROC "} 4.0"));
     assert_true(dumped(&r, "glusterfs_rdma_pool_queue_seconds histogram seconds "
                            "glusterfs_rdma_pool_queue_seconds_count{" PID "," PROC "} 0.0"));
+    assert_true(dumped(&r, "glusterfs_rdma_port_hw_counter unknown - glusterfs_rdma_port_hw_counter{"
+                           "counter=retry_exceeded_err,device=rxe0," PID ",port=1," PROC "} 17.0"));
     rendered_free(&r);
 }
 
