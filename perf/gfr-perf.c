@@ -26,7 +26,7 @@
  *       completed requests per second
  *
  * Common: -j (--json) prints one JSON object instead of a table; -o sets engine
- * options (lib/gfr_rdma_opts.h), e.g. -o poll-mode=busy -o dispatch=inline.
+ * options (lib/pure/gfr_rdma_opts.h), e.g. -o poll-mode=busy -o dispatch=inline.
  * The next request is sent from the callback that completes the previous
  * one, so the figures include the engine's dispatch and poll mode but no
  * hand-off to a benchmark thread.

@@ -2,7 +2,7 @@
 /*
  * The process's live statistics (docs/statistics.md): every process that
  * loads rdma.so serves its engines' and its pool's statistics on
- * /run/gluster/rdma/NAME.PID.sock (lib/stat-server.c), NAME being the
+ * /run/gluster/rdma/NAME.PID.sock (lib/stats/stat-server.c), NAME being the
  * program's (glusterfsd, glusterfs, glusterd, a gfapi program).  The
  * server starts with the first transport and lives as long as the process
  * (rdma.so is never unloaded: -z nodelete).

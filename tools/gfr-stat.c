@@ -11,7 +11,7 @@
  *   gfr-stat --watch N PID|NAME   again every N seconds
  *
  * It reads $GFR_STAT_DIR (default /run/gluster/rdma), where each process
- * serves NAME.PID.sock (lib/stat-server.c).
+ * serves NAME.PID.sock (lib/stats/stat-server.c).
  */
 #define _GNU_SOURCE
 #include <dirent.h>

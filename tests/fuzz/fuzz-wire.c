@@ -10,7 +10,7 @@
  *
  * Oracle, beyond "no crash, no sanitizer report": a second reading of the
  * rules of docs/wire-protocol.md ("Validation"), written here from the
- * document and not from lib/wire.c, must agree with the decoder on every
+ * document and not from lib/pure/wire.c, must agree with the decoder on every
  * input; and what the decoder accepts must encode back to the same bytes
  * (flags included).  A disagreement aborts, which libFuzzer
  * reports as a crash with the input saved.

@@ -31,7 +31,7 @@
  *       the QPs and MRs this process still holds (rdma resource show):
  *       no QP, and no more MRs than after the first round
  *
- * Options (-o) are the engine's (lib/gfr_rdma_opts.h), e.g. -o credits=4
+ * Options (-o) are the engine's (lib/pure/gfr_rdma_opts.h), e.g. -o credits=4
  * or -o dispatch=inline (the default hands messages to a gfr_pool).
  * Every wait is bounded; a failure says what failed and exits 1.
  */

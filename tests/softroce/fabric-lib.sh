@@ -79,7 +79,7 @@ net_counter() { # IFACE rx_packets|tx_packets
 
 # rdma_counter DEV sent_pkts|rcvd_pkts: a port counter of DEV, or nothing
 # when its provider keeps none (siw has no hw_counters).  Read through
-# gfr-stat --port-counters, the one reader of them (lib/port-counters.c),
+# gfr-stat --port-counters, the one reader of them (lib/stats/port-counters.c),
 # of $GFR_BUILDDIR (default: the tree's build).
 rdma_counter() {
 	"${GFR_BUILDDIR:-$fabric_lib_dir/../../build}/tools/gfr-stat" --port-counters "$1" 2>/dev/null |

@@ -672,7 +672,7 @@ flood_connect(const char *addr, const char *port, const char *bind_addr)
 /* The flood's 200 connections take hundreds of siw's mmap pages, and on
  * siw the 65th one's CQ landed on the page libsiw refuses (and so did
  * every later object): each siw context that rdma_cm holds open for the
- * process gets the engine's guard first (lib/rdma-mmap-guard.c).  Returns
+ * process gets the engine's guard first (lib/engine/rdma-mmap-guard.c).  Returns
  * the contexts, for unguard. */
 static struct ibv_context **
 guard_siw(struct ibv_cq **guards, unsigned max)

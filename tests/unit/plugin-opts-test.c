@@ -114,7 +114,7 @@ type_for(enum gfr_rdma_opt_kind kind)
 
 /*
  * glusterd and GlusterFS validate against the plugin's table, the engine
- * against its own (lib/rdma-opts.c): every engine option must appear in the
+ * against its own (lib/pure/rdma-opts.c): every engine option must appear in the
  * plugin's with the same type, range, choices and default, and every
  * "transport.rdma." option of the plugin's is the engine's or one of the
  * plugin's own two.

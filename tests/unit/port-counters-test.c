@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * lib/port-counters.c on a made-up sysfs: an rxe-like port's counters are
+ * lib/stats/port-counters.c on a made-up sysfs: an rxe-like port's counters are
  * read by name and sorted, a file that is no number is skipped, a
  * provider without hw_counters (siw) reads as a port with none, a device
  * or port that is not there is -ENOENT, and ports are listed in order.

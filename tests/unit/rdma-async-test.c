@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The devices' asynchronous events (lib/rdma-async.c) on connections built
+ * The devices' asynchronous events (lib/engine/rdma-async.c) on connections built
  * by hand: this file's ibv_get_async_event hands out queued events, and
  * its ibv_modify_qp and rdma_disconnect replace the libraries' for the
  * objects linked here, so every port, QP and device event can be sent on
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 #define MAX_EVENTS 8
 

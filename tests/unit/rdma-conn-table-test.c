@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A device's connections by QP number (lib/rdma-conn-table.c): a
+ * A device's connections by QP number (lib/engine/rdma-conn-table.c): a
  * connection is found, with a reference taken, only while it is in the
  * table and holds references of its own.
  */
@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <urcu/urcu-memb.h>
 
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /* Once its last reference is gone, or once it left the table, a late
  * completion finds nothing; another QP number never finds it. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A connection's setup (lib/rdma-conn.c) where providers differ: the QP's
+ * A connection's setup (lib/engine/rdma-conn.c) where providers differ: the QP's
  * inline size, stepped down while the provider refuses it and never
  * lowered for the device's other QPs; the InfiniBand-only ACK timeout;
  * and the credits both sides start from once the parameters are agreed.

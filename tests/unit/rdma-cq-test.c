@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Completion dispatch (lib/rdma-cq.c) over stubbed verbs: a completion is
+ * Completion dispatch (lib/engine/rdma-cq.c) over stubbed verbs: a completion is
  * traced to its connection by QP number and checked against what that
  * connection posted before its wr_id is followed, so a provider's
  * duplicate completion (siw flushes a READ it has queued but not started

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The rxe quirk of lib/rdma-device.c: posts to a device that needs it go
+ * The rxe quirk of lib/engine/rdma-device.c: posts to a device that needs it go
  * one at a time, and a post that does not return (rxe's requester loop,
  * docs/softroce.md) is ended by moving its QP to the error state.  Over a
  * fake context whose post_send can be held inside, as rxe holds a thread
@@ -20,7 +20,7 @@
 #include <cmocka.h>
 #include <urcu/uatomic.h>
 
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fake_cond = PTHREAD_COND_INITIALIZER;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * lib/rdma-mmap-guard.c: the CQ that keeps siw's reserved mmap offset from
+ * lib/engine/rdma-mmap-guard.c: the CQ that keeps siw's reserved mmap offset from
  * being handed to a queue of ours.  This file's ibv_create_cq and
  * ibv_destroy_cq replace libibverbs' for the objects linked here.
  */

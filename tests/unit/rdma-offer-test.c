@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Offers (lib/rdma-offer.c) on a connection built by hand: what an offer
+ * Offers (lib/engine/rdma-offer.c) on a connection built by hand: what an offer
  * waits for, how the peer's DONE and reply move it on, when it ends and
  * with which status, and what a connection's end does with the rest.
  * Offers here register nothing, so no verbs call is made.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Pull buffers (lib/rdma-pbuf.c) on a poller built by hand: fake-verbs.c
+ * Pull buffers (lib/engine/rdma-pbuf.c) on a poller built by hand: fake-verbs.c
  * counts the registrations, so reuse, the per-class cap and the returns
  * queue show without a device.
  */
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "fake-verbs.h"
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 static struct ibv_pd fake_pd;
 static struct gfr_rdma_dev dev = {.pd = &fake_pd};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * lib/rdma-poller.c over a fake CQ and completion channel (this file's
+ * lib/engine/rdma-poller.c over a fake CQ and completion channel (this file's
  * ibv_create_cq, ibv_get_cq_event and friends replace libibverbs' for the
  * objects linked here), with a real worker pool:
  *  - dispatch=direct: the deliveries of a batch run on the poller thread,
@@ -34,7 +34,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /* Waits (up to 10 s) until cond(); fails the test otherwise. */
 #define WAIT_UNTIL(cond)                                                       \

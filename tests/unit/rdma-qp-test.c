@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The queue-pair layer (lib/rdma-qp.c) on a connection built by hand:
+ * The queue-pair layer (lib/engine/rdma-qp.c) on a connection built by hand:
  * the connection's state changes (every legal one taken, every other one
  * refused), the send-queue ring that retires unsignaled SENDs, and the
  * post helper's references, over the stubbed verbs of fake-verbs.c.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Staging buffers (lib/rdma-sbuf.c) of one test connection: reuse without
+ * Staging buffers (lib/engine/rdma-sbuf.c) of one test connection: reuse without
  * a new registration, the two kinds and their access, the size classes
  * and what each keeps, the copies in and out across iovecs, and nothing
  * left registered after the drain.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A device's shared receive queue (lib/rdma-srq.c) over stubbed verbs:
+ * A device's shared receive queue (lib/engine/rdma-srq.c) over stubbed verbs:
  * it grows while the live connections promise more receives than it holds,
  * stops at its maximum and says so once, and keeps its buffers when
  * connections leave; over the stubbed verbs of fake-verbs.c.
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "fake-verbs.h"
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 static char logged[512];
 

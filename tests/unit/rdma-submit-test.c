@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * How a submitted message's bulk travels (lib/rdma-submit.c, with the
- * staging buffers of lib/rdma-sbuf.c): up to copy-max it is copied into a
+ * How a submitted message's bulk travels (lib/engine/rdma-submit.c, with the
+ * staging buffers of lib/engine/rdma-sbuf.c): up to copy-max it is copied into a
  * buffer the connection registered once and keeps, as a read list, as the
  * source of a push, or as the write list a request offers (copied out into
  * the caller's buffers when the reply comes); above it, or with copy-max

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Transfers (lib/rdma-transfer.c) on a connection built by hand: at most
+ * Transfers (lib/engine/rdma-transfer.c) on a connection built by hand: at most
  * rdma-depth READs or WRITEs in flight, each completion letting the next
  * one go, and a transfer ending exactly once through its finished
  * callback: 0 when everything moved, -EIO when an operation failed,

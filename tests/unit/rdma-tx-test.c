@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The send queue (lib/rdma-tx.c) on a connection whose send side the
+ * The send queue (lib/engine/rdma-tx.c) on a connection whose send side the
  * engine's own gfr_rdma_conn_setup_send_side built: messages wait for
  * credits in order, a CREDIT message goes out when one is due, and a SEND
  * completion frees its slot, the slots of the unsignaled SENDs before it,

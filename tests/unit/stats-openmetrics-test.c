@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * lib/stats-openmetrics.c: a view with known numbers is rendered, parsed
+ * lib/stats/stats-openmetrics.c: a view with known numbers is rendered, parsed
  * by python3-prometheus-client's OpenMetrics parser (openmetrics-dump,
  * which fails on text the format forbids), and the parsed samples must
  * carry the view's values: counters as _total with units in their names,
@@ -168,6 +168,8 @@ test_a_known_view_parses_with_its_values(void **state)
     pool.threads = 2;
     pool.submitted = 10;
     pool.queued_by_prio[GFR_POOL_PRIO_LOW] = 4;
+    pool.sleeping = 1;
+    pool.cancelled = 6;
 
     render(&view, &r);
     assert_int_equal(r.dump_status, 0);
@@ -216,6 +218,11 @@ test_a_known_view_parses_with_its_values(void **state)
                            "," PROC "} 2.0"));
     assert_true(dumped(&r, "glusterfs_rdma_pool_jobs_submitted counter - "
                            "glusterfs_rdma_pool_jobs_submitted_total{" PID "," PROC "} 10.0"));
+    assert_true(dumped(&r, "glusterfs_rdma_pool_workers gauge - "
+                           "glusterfs_rdma_pool_workers{" PID "," PROC ",state=sleeping} 1.0"));
+    assert_true(dumped(&r, "glusterfs_rdma_pool_jobs_ended counter - "
+                           "glusterfs_rdma_pool_jobs_ended_total{outcome=cancelled," PID "," PROC
+                           "} 6.0"));
     assert_true(dumped(&r, "glusterfs_rdma_pool_queued_jobs gauge - "
                            "glusterfs_rdma_pool_queued_jobs{class=low," PID "," PROC "} 4.0"));
     assert_true(dumped(&r, "glusterfs_rdma_pool_queue_seconds histogram seconds "

@@ -9,7 +9,7 @@
 #ifndef GFR_TEST_CONN_H
 #define GFR_TEST_CONN_H
 
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /* The engine and device every test connection belongs to; the options
  * may be changed before test_conn_new. */

@@ -21,7 +21,7 @@
 
 #include "gfr_be.h"
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 /* Each stage's name in statistics and one line on what it measures. */
 static const struct {

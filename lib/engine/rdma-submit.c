@@ -4,7 +4,7 @@
  * the peer pulls, or written into the write list the peer offered with
  * its request), registering what that needs without conn->lock, and
  * handing it to the send queue (rdma-tx.c) or to a push transfer.
- * Locking and lifetime rules: rdma-internal.h.
+ * Locking and lifetime rules: engine-state.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-rx.h"
 
 /* How a message travels (see gfr_rdma_msg). */
 enum layout {

@@ -16,7 +16,7 @@
 #include <urcu/urcu-memb.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /*
  * Ends the connections whose last reference is gone (their owners are

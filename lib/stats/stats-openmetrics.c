@@ -118,16 +118,13 @@ _Static_assert(sizeof(unsigned) == sizeof(uint32_t), "unsigned is not 32 bits");
 #define POOL_THREADS(n, f, h) {n, NULL, GAUGE, h, offsetof(struct gfr_pool_stats, f), U32}
 #define POOL_COUNTER(n, f, h) {n, NULL, COUNTER, h, offsetof(struct gfr_pool_stats, f), U64}
 
-static const struct field pool_fields[] = {
+static const struct field pool_gauges[] = {
     POOL_THREADS("pool_threads", threads, "Worker threads now."),
     POOL_THREADS("pool_peak_threads", peak_threads, "The most worker threads at once."),
-    POOL_THREADS("pool_running_threads", running, "Workers taking or running jobs."),
-    POOL_THREADS("pool_spinning_threads", spinning, "Workers spinning for a job."),
-    POOL_THREADS("pool_sleeping_threads", sleeping, "Workers asleep."),
-    POOL_THREADS("pool_blocked_threads", blocked, "Workers inside a blocking call."),
+};
+
+static const struct field pool_counters[] = {
     POOL_COUNTER("pool_jobs_submitted", submitted, "Jobs submitted."),
-    POOL_COUNTER("pool_jobs_run", executed, "Jobs run."),
-    POOL_COUNTER("pool_jobs_cancelled", cancelled, "Jobs cancelled at shutdown."),
     POOL_COUNTER("pool_wakeups", wakeups, "Wake-ups of sleeping workers."),
     POOL_COUNTER("pool_threads_started", threads_started, "Worker threads started."),
     POOL_COUNTER("pool_threads_exited", threads_exited, "Worker threads exited."),
@@ -371,27 +368,54 @@ engine_families(FILE *out, const struct gfr_stats_view *v)
     }
 }
 
+/* The pool's numbers with no label but the process's. */
 static void
-pool_families(FILE *out, const struct gfr_stats_view *v)
+put_pool_fields(FILE *out, const struct gfr_stats_view *v, const struct field *fields, size_t n)
 {
-    const struct gfr_pool_stats *p = v->pool;
-    static const char *const classes[GFR_POOL_NR_PRIO] = {"high", "normal", "low"};
-
-    for (size_t k = 0; k < sizeof(pool_fields) / sizeof(pool_fields[0]); k++) {
-        const struct field *f = &pool_fields[k];
+    for (size_t k = 0; k < n; k++) {
+        const struct field *f = &fields[k];
 
         put_family(out, f->name, f->type == COUNTER ? "counter" : "gauge", NULL, f->help);
         fprintf(out, PREFIX "%s%s{", f->name, f->type == COUNTER ? "_total" : "");
         put_process_labels(out, v);
         fputc('}', out);
-        put_field(out, f, p);
+        put_field(out, f, v->pool);
     }
-    put_family(out, "pool_queued_jobs", "gauge", NULL, "Jobs submitted, not yet started.");
-    for (int c = 0; c < GFR_POOL_NR_PRIO; c++) {
-        fprintf(out, PREFIX "pool_queued_jobs{class=\"%s\",", classes[c]);
+}
+
+/* One family of n samples told apart by one label. */
+static void
+put_by_label(FILE *out, const struct gfr_stats_view *v, const char *name, int counter,
+             const char *help, const char *label, const char *const *values,
+             const uint64_t *numbers, unsigned n)
+{
+    put_family(out, name, counter ? "counter" : "gauge", NULL, help);
+    for (unsigned i = 0; i < n; i++) {
+        fprintf(out, PREFIX "%s%s{%s=\"%s\",", name, counter ? "_total" : "", label, values[i]);
         put_process_labels(out, v);
-        fprintf(out, "} %" PRIu64 "\n", p->queued_by_prio[c]);
+        fprintf(out, "} %" PRIu64 "\n", numbers[i]);
     }
+}
+
+static void
+pool_families(FILE *out, const struct gfr_stats_view *v)
+{
+    const struct gfr_pool_stats *p = v->pool;
+    static const char *const classes[GFR_POOL_NR_PRIO] = {"high", "normal", "low"};
+    static const char *const states[] = {"running", "spinning", "sleeping", "blocked"};
+    static const char *const outcomes[] = {"run", "cancelled"};
+    const uint64_t in_state[] = {p->running, p->spinning, p->sleeping, p->blocked};
+    const uint64_t ended[] = {p->executed, p->cancelled};
+
+    put_pool_fields(out, v, pool_gauges, sizeof(pool_gauges) / sizeof(pool_gauges[0]));
+    put_by_label(out, v, "pool_workers", 0, "Worker threads by what they do now.", "state",
+                 states, in_state, 4);
+    put_pool_fields(out, v, pool_counters, sizeof(pool_counters) / sizeof(pool_counters[0]));
+    put_by_label(out, v, "pool_jobs_ended", 1,
+                 "Jobs ended: run, or cancelled at the pool's destruction.", "outcome", outcomes,
+                 ended, 2);
+    put_by_label(out, v, "pool_queued_jobs", 0, "Jobs submitted, not yet started.", "class",
+                 classes, p->queued_by_prio, GFR_POOL_NR_PRIO);
     put_family(out, "pool_queue_seconds", "histogram", "seconds",
                "Time in the pool's queue, of one job in 16 per producer thread.");
     put_hist(out, "pool_queue_seconds", v, NULL, &p->queue_ns);

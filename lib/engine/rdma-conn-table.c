@@ -21,7 +21,7 @@
 #include <urcu/urcu-memb.h>
 #include <urcu/rculfhash.h>
 
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 /* The device's empty table.  At device creation.  0 or -ENOMEM. */
 int

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The engine's shared state.  Who touches what:
+ * The engine's shared state: what a connection, a device, a poller and the
+ * engine hold, which every layer of the engine reaches through them; each
+ * layer's own types and functions are in its header (engine-res.h up to
+ * engine-conn.h, each including the one below).  Who touches what:
  *  - engine lists (devices, conns, listeners) and the reap list: under
  *    engine->lock;
  *  - a connection's send side (slots, pending queue, credits), its state,
@@ -14,8 +17,8 @@
  *  - CM events are handled only on the CM thread, which also runs every
  *    finalisation, so no event can arrive for a freed connection.
  */
-#ifndef GFR_RDMA_INTERNAL_H
-#define GFR_RDMA_INTERNAL_H
+#ifndef GFR_ENGINE_STATE_H
+#define GFR_ENGINE_STATE_H
 
 #include <errno.h>
 #include <pthread.h>
@@ -283,141 +286,11 @@ struct gfr_rdma_retired {
     struct ibv_mr *mr[];
 };
 
-
-
-/* An encoded message waiting for credits or a send slot; its credits
- * field is filled in when it is posted.  Owns one part of offer. */
-struct gfr_rdma_pending {
-    struct cds_list_head link;
-    struct gfr_rdma_offer *offer;
-    size_t len;
-    uint8_t data[];
-};
-
 #define GFR_RDMA_XID_BUCKETS 64
 
 /* A send-queue ring entry's state (conn->sq_state). */
 #define GFR_SQ_SIGNALED 1u /* posted with IBV_SEND_SIGNALED */
 #define GFR_SQ_DONE 2u     /* completed (or retired by a later completion) */
-
-/*
- * What an offer still waits for, one bit each (offer->waits).  A bit is
- * set when the message is submitted and cleared once, when its event has
- * been dealt with; the offer ends when none is left.  The peer's DONE and
- * reply each move on to a second bit when they arrive (under conn->lock),
- * so that a second one for the same xid finds nothing while the first is
- * still being handled:
- *
- *   SEND      its SEND completed (or was flushed, or never went out);
- *   DONE      a read list was offered: the peer's DONE or ERROR  -> REVOKE
- *   REVOKE    DONE came: our read list's registrations are revoked;
- *   REPLY     a write list was offered: the reply                -> DELIVERY
- *   DELIVERY  the reply came: it has been handed to the owner.
- */
-enum gfr_offer_wait {
-    GFR_OFFER_SEND = 1u << 0,
-    GFR_OFFER_DONE = 1u << 1,
-    GFR_OFFER_REVOKE = 1u << 2,
-    GFR_OFFER_REPLY = 1u << 3,
-    GFR_OFFER_DELIVERY = 1u << 4,
-};
-
-/* "SEND|DELIVERY", for log messages. */
-#define GFR_OFFER_WAITS_STR_MAX 40
-
-/*
- * Our memory a message uses until the engine is done with it: the caller's
- * buffers (registered per transfer) or a copy, until every event in waits
- * has been dealt with.  Lives in conn->offers from submission to its done
- * callback, so the end of a connection finds every one of them.  Owner:
- * the connection; waits and status under conn->lock.
- */
-struct gfr_rdma_offer {
-    struct cds_list_head link; /* conn->offers[xid % GFR_RDMA_XID_BUCKETS] */
-    uint32_t xid;
-    unsigned waits; /* enum gfr_offer_wait bits */
-    int status;
-    unsigned n_mr;
-    struct ibv_mr *mr[2 * GFR_WIRE_MAX_SEGS];
-    struct ibv_mr *write_mr[GFR_WIRE_MAX_SEGS]; /* revoked when the reply comes */
-    unsigned n_write_mr;
-    uint64_t write_total;
-    void *copy; /* owned copy of the body (gfr_rdma_send, too many iovecs) */
-    /* The request asked its peer to let the reply end its read list
-     * (GFR_WIRE_F_REPLY_ENDS_READS): the REPLY to xid settles DONE. */
-    int reply_ends_reads;
-    /* Staging buffers (rdma-sbuf.c) the offer holds until it ends: its
-     * bulk's copy (a read list or a push source), and the write list its
-     * request offered, copied out into the caller's reply buffers when the
-     * reply comes. */
-    struct gfr_rdma_sbuf *staged;
-    struct gfr_rdma_sbuf *landing;
-    struct iovec reply[GFR_WIRE_MAX_SEGS]; /* the caller's reply buffers */
-    unsigned reply_cnt;
-    gfr_rdma_done_fn done;
-    void *cb_arg;
-};
-
-/* A write list the peer offered with request xid, kept for our reply. */
-struct gfr_rdma_peer_wl {
-    struct cds_list_head link; /* conn->peer_wl[xid % GFR_RDMA_XID_BUCKETS] */
-    uint32_t xid;
-    unsigned n;
-    uint64_t total;
-    struct gfr_wire_seg seg[GFR_WIRE_MAX_SEGS];
-};
-
-/* A transfer's stage (conn->lock). */
-enum gfr_xfer_state {
-    GFR_XFER_POSTING,  /* on conn->xfers: operations left to post */
-    GFR_XFER_DRAINING, /* all posted; waiting for their completions */
-};
-
-struct gfr_rdma_xfer;
-
-/*
- * How a transfer ends, called once: status 0 (all moved), -EIO (an
- * operation failed or was flushed) or -ECANCELED (the connection ended
- * before it was all posted: its offers end with the others).  It owns x
- * and frees it.  No lock held.
- */
-typedef void (*gfr_rdma_xfer_finished_fn)(struct gfr_rdma_xfer *x, int status);
-
-/*
- * Called once, when the last operation of a transfer has been posted (it
- * may still be in flight): what must follow it on the queue pair can be
- * posted now, RC keeps the order.  Caller holds conn->lock.
- */
-typedef void (*gfr_rdma_xfer_posted_fn)(struct gfr_rdma_xfer *x);
-
-/*
- * A bulk transfer (rdma-transfer.c): PULL reads a received message's read
- * list into buf, then (rdma-rx.c) sends DONE and delivers the message;
- * PUSH writes our reply's bulk into the peer's write list, then
- * (rdma-submit.c) sends the reply.  At most rdma-depth READs and WRITEs
- * are in flight per connection.  Owner: its starter until
- * gfr_rdma_xfer_start_locked, the connection until it ends, then its
- * finished callback.
- */
-struct gfr_rdma_xfer {
-    struct cds_list_head link; /* conn->xfers while POSTING */
-    struct gfr_rdma_wr ctx;
-    enum gfr_xfer_state state;
-    int is_pull;
-    int failed;
-    uint32_t inflight;
-    gfr_rdma_xfer_finished_fn finished;
-    gfr_rdma_xfer_posted_fn posted; /* may be NULL */
-    struct gfr_xfer plan;
-    struct gfr_xfer_local local[GFR_WIRE_MAX_SEGS];
-    struct gfr_wire_seg remote[GFR_WIRE_MAX_SEGS];
-    /* PULL: the delivery the pulled message goes into (rdma-rx.c) */
-    void *owner;
-    /* PUSH: the reply to send behind the WRITEs (NULL once handed to the
-     * send queue), and its offer */
-    struct gfr_rdma_pending *reply;
-    struct gfr_rdma_offer *offer;
-};
 
 /* What an rdma_cm_id's context points to: the first member of both. */
 enum gfr_cm_ctx_kind {
@@ -613,32 +486,6 @@ struct gfr_rdma_rxmsg {
     struct gfr_rdma_offer *reply_to;
 };
 
-/* A received message off the poller's stack: while it is pulled, and as a
- * pool job (one unit of conn->outstanding until it has been handled).
- * m.rx.head points into data (a copy of the inline part) or into the
- * message's pull buffer. */
-struct gfr_rdma_delivery {
-    struct gfr_pool_job job;
-    struct gfr_rdma_rxmsg m;
-    uint8_t data[];
-};
-
-struct gfr_rdma_listener {
-    enum gfr_cm_ctx_kind kind;
-    struct gfr_rdma *engine;
-    /* NULL while its device is gone: the CM thread, the only one that
-     * changes it, listens again on addr every second until a device
-     * takes the address. */
-    struct rdma_cm_id *id;
-    struct sockaddr_storage addr; /* as bound, with its port */
-    int backlog;
-    uint64_t relisten_ns;         /* next attempt */
-    gfr_rdma_accept_fn accept;
-    void *cb_arg;
-    struct cds_list_head link; /* engine->listeners, then engine->closing */
-    int closed;                /* the CM thread destroyed id (engine->lock) */
-};
-
 /* What a poller does with each work completion (rdma-cq.c's
  * gfr_rdma_cq_complete): the device layer calls up through it. */
 typedef void (*gfr_rdma_wc_fn)(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
@@ -733,215 +580,6 @@ gfr_rdma_conn_fault(struct gfr_rdma_conn *conn, int reason)
         uatomic_cmpxchg(&conn->fault, 0, reason);
 }
 
-/*
- * The engine's files, lowest first (tests/layering/layers): a file calls
- * only the files above it in this list, and upward only through the
- * callbacks above (on_wc, a transfer's finished, the pool's jobs, the
- * owner's gfr_rdma_conn_ops).
- */
-
-/* rdma-log.c: log messages (stderr until the embedding program sets its own) */
-void gfr_rdma_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void gfr_rdma_conn_log(struct gfr_rdma_conn *conn, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void gfr_rdma_peer_name(const struct sockaddr *sa, char name[GFR_RDMA_PEER_NAME_MAX]);
-
-/* rdma-trace.c: per-stage latency (transport.rdma.latency-stats) */
-void gfr_rdma_trace_submit_locked(struct gfr_rdma_conn *conn, uint32_t xid, int is_reply);
-uint64_t gfr_rdma_trace_stamp(const struct gfr_rdma *engine, const uint8_t *msg);
-void gfr_rdma_trace_posted_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
-                                  const uint8_t *msg, uint64_t posted_ns);
-void gfr_rdma_trace_send_done_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
-void gfr_rdma_trace_rx(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to);
-
-/* rdma-mr.c: registering, deregistering and revoking a connection's MRs */
-int gfr_rdma_mr_register(struct gfr_rdma_conn *conn, void *addr, size_t len, int access,
-                         struct ibv_mr **mr);
-void gfr_rdma_mr_deregister(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
-void gfr_rdma_mr_revoke(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n);
-void gfr_rdma_mr_revoke_buffer(struct gfr_rdma_conn *conn, struct ibv_mr *mr, void *mem);
-void gfr_rdma_mr_reap_retired(struct gfr_rdma_conn *conn, int all);
-
-/* rdma-sbuf.c: a connection's registered buffers for its own bulk */
-size_t gfr_rdma_sbuf_max(void);
-int gfr_rdma_sbuf_get(struct gfr_rdma_conn *conn, enum gfr_sbuf_kind kind, size_t len,
-                      struct gfr_rdma_sbuf **b);
-void gfr_rdma_sbuf_put(struct gfr_rdma_conn *conn, struct gfr_rdma_sbuf *b);
-void gfr_rdma_sbuf_drain(struct gfr_rdma_conn *conn);
-size_t gfr_rdma_sbuf_copy_in(struct gfr_rdma_sbuf *b, size_t off, const struct iovec *iov,
-                             unsigned n);
-void gfr_rdma_sbuf_copy_out(const struct gfr_rdma_sbuf *b, size_t len, const struct iovec *iov,
-                            unsigned n);
-
-/* rdma-pbuf.c: registered buffers to pull into, and the buffer classes */
-size_t gfr_rdma_buf_class_size(int cls);
-int gfr_rdma_buf_class_of(size_t len);
-struct gfr_rdma_pbuf *gfr_rdma_pbuf_get(struct gfr_rdma_poller *p, size_t len);
-void gfr_rdma_pbuf_put(struct gfr_rdma_pbuf *b);
-void gfr_rdma_pbuf_drain(struct gfr_rdma_poller *p);
-
-/* rdma-srq.c: the device's shared receive queue */
-int gfr_rdma_srq_wanted(const struct gfr_rdma_dev *dev);
-int gfr_rdma_srq_create(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr);
-int gfr_rdma_srq_reserve(struct gfr_rdma_dev *dev, uint32_t n);
-void gfr_rdma_srq_unreserve(struct gfr_rdma_dev *dev, uint32_t n);
-void gfr_rdma_srq_post(struct gfr_rdma_dev *dev, struct gfr_rdma_rbuf *rb);
-void gfr_rdma_srq_taken(struct gfr_rdma_dev *dev);
-void gfr_rdma_srq_destroy(struct gfr_rdma_dev *dev);
-
-/* rdma-conn-table.c: a device's connections by QP number */
-int gfr_rdma_conn_table_create(struct gfr_rdma_dev *dev);
-void gfr_rdma_conn_table_destroy(struct gfr_rdma_dev *dev);
-void gfr_rdma_conn_table_add(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_table_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn);
-struct gfr_rdma_conn *gfr_rdma_conn_table_get(struct gfr_rdma_dev *dev, uint32_t qp_num);
-
-/* rdma-device.c: devices, their pollers, and posting to their QPs */
-int gfr_rdma_dev_get(struct gfr_rdma *engine, struct ibv_context *verbs,
-                     int cq_entries, struct gfr_rdma_dev **dev,
-                     struct gfr_rdma_poller **poller);
-void gfr_rdma_dev_put(struct gfr_rdma_poller *poller, int cq_entries);
-int gfr_rdma_dev_post_send(struct gfr_rdma_dev *dev, struct ibv_qp *qp, struct ibv_send_wr *wr);
-void gfr_rdma_dev_check_posts(struct gfr_rdma *engine, uint64_t now_ns);
-void gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs);
-void gfr_rdma_dev_free_removed(struct gfr_rdma *engine);
-void gfr_rdma_dev_destroy_all(struct gfr_rdma *engine);
-
-/* rdma-poller.c: the pollers, reply-expected polling, direct dispatch */
-#define GFR_RELAY_AFTER_MS 20 /* a handler run this long gets a relay */
-int gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
-                          const char *name);
-void gfr_rdma_poller_stop(struct gfr_rdma_poller *p);
-void gfr_rdma_poller_expect(struct gfr_rdma_poller *p, uint64_t early_ns, uint64_t bound_ns);
-void gfr_rdma_poller_replied(struct gfr_rdma_poller *p, unsigned long n);
-void gfr_rdma_poller_defer(struct gfr_rdma_poller *p, struct gfr_pool_job *job);
-int gfr_rdma_pollers_watch(struct gfr_rdma *engine, uint64_t now_ns);
-void gfr_rdma_poller_broken(struct gfr_rdma_poller *p, const char *why);
-int gfr_rdma_poller_inject(struct gfr_rdma_poller *p, const struct ibv_wc *wcs, unsigned n);
-int gfr_rdma_poller_run_injected(struct gfr_rdma_poller *p);
-unsigned long gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p);
-int gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from);
-
-/* rdma-qp.c: references, failing and draining, the send-queue ring */
-typedef int (*gfr_rdma_conn_match_fn)(const struct gfr_rdma_conn *conn, const void *arg);
-unsigned gfr_rdma_conns_collect(struct gfr_rdma *engine, gfr_rdma_conn_match_fn match,
-                                const void *arg, unsigned skip, struct gfr_rdma_conn **batch,
-                                unsigned max);
-void gfr_rdma_conn_get(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_put(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn);
-int gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t slot);
-int gfr_rdma_conn_set_state_locked(struct gfr_rdma_conn *conn, enum gfr_conn_state to);
-enum gfr_conn_state gfr_rdma_conn_state(const struct gfr_rdma_conn *conn);
-const char *gfr_rdma_conn_state_str(enum gfr_conn_state state);
-void gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason);
-void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
-void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
-                             int signaled);
-uint32_t gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn);
-int gfr_rdma_conn_cut_off_locked(struct gfr_rdma_conn *conn);
-int gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx);
-unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);
-void gfr_rdma_sq_put(struct gfr_rdma_conn *conn, unsigned n);
-int gfr_rdma_qp_post_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
-                            struct ibv_send_wr *wr);
-void gfr_rdma_post_failed_locked(struct gfr_rdma_conn *conn, const char *what, int err);
-
-/* rdma-offer.c: our offers and the peer's write lists */
-struct gfr_rdma_offer *gfr_rdma_offer_new(void);
-int gfr_rdma_offer_register(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
-                            void *addr, size_t len, int access, struct ibv_mr **mr);
-const char *gfr_rdma_offer_waits_str(unsigned waits, char buf[GFR_OFFER_WAITS_STR_MAX]);
-struct gfr_rdma_offer *gfr_rdma_offer_find_locked(struct gfr_rdma_conn *conn, uint32_t xid,
-                                                  enum gfr_offer_wait event);
-int gfr_rdma_offer_arrived_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
-                                  enum gfr_offer_wait event);
-void gfr_rdma_offer_settle(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
-                           enum gfr_offer_wait event, int status);
-void gfr_rdma_offer_abandon(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer, int status);
-void gfr_rdma_offer_revoke_writes(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
-                                  uint32_t written);
-void gfr_rdma_offer_pulled(struct gfr_rdma_conn *conn, struct gfr_rdma_offer *offer,
-                           int status);
-int gfr_rdma_peer_wl_add_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg);
-struct gfr_rdma_peer_wl *gfr_rdma_peer_wl_take_locked(struct gfr_rdma_conn *conn,
-                                                      uint32_t xid);
-void gfr_rdma_offers_release_all(struct gfr_rdma_conn *conn);
-
-/* rdma-tx.c: slots, credits and the pending queue */
-size_t gfr_rdma_iov_total(const struct iovec *iov, unsigned n);
-int gfr_rdma_send_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr,
-                         const struct gfr_wire_seg *read, const struct gfr_wire_seg *write,
-                         const struct iovec *iov, unsigned iovcnt,
-                         struct gfr_rdma_offer *offer);
-int gfr_rdma_encode(const struct gfr_wire_hdr *hdr, const struct gfr_wire_seg *read,
-                    const struct gfr_wire_seg *write, const struct iovec *iov, unsigned iovcnt,
-                    size_t cap, struct gfr_rdma_pending **pp);
-size_t gfr_rdma_send_cap(const struct gfr_rdma_conn *conn);
-void gfr_rdma_queue_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_pending *p);
-void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
-void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
-void gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok);
-void gfr_rdma_tx_release_all(struct gfr_rdma_conn *conn);
-
-/* rdma-transfer.c: RDMA READs and WRITEs within rdma-depth */
-struct gfr_rdma_xfer *gfr_rdma_xfer_new(struct gfr_rdma_conn *conn, int is_pull,
-                                        gfr_rdma_xfer_finished_fn finished);
-void gfr_rdma_xfer_start_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_xfer *x);
-void gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn);
-void gfr_rdma_xfer_complete(struct gfr_rdma_wr *ctx, int ok);
-void gfr_rdma_xfers_release_all(struct gfr_rdma_conn *conn);
-
-/* rdma-rx.c: checking, pulling and delivering received messages */
-struct gfr_rdma_rx_plan {
-    struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
-    int done_status;
-    struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
-    int pulling;                     /* a transfer took the message (rdma-rx.c) */
-    int refuse;                      /* could not pull it: answer ERROR (rdma-rx.c) */
-    int dropped;                     /* the connection ended before its pull began */
-};
-int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
-                              struct gfr_rdma_rx_plan *plan, const char **reason);
-void gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
-                        struct gfr_rdma_rbuf *rb, struct ibv_wc *wc);
-int gfr_rdma_rx_advance(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to);
-const char *gfr_rdma_rx_state_str(enum gfr_rx_state state);
-
-/* rdma-submit.c: the public gfr_rdma_submit and gfr_rdma_send */
-
-/* rdma-cq.c: work completions by kind */
-void gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc);
-void gfr_rdma_cq_flush_stranded(struct gfr_rdma_conn *conn);
-void gfr_rdma_cq_abandon_broken(struct gfr_rdma *engine);
-
-/* rdma-conn.c: a connection's setup, keepalives and end */
-struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
-int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
-int gfr_rdma_conn_create_qp(struct gfr_rdma_conn *conn);
-int gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
-                                struct gfr_cm_params *params);
-int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
-                            const struct gfr_cm_params *peer);
-void gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_end(struct gfr_rdma_conn *conn);
-int gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns);
-void gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_free_dead(struct gfr_rdma *engine);
-/* The connection's statistics with its error count, and its last logged
- * problem into last_error when that is not NULL. */
-void gfr_rdma_conn_read_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats,
-                              char last_error[GFR_RDMA_ERROR_STR]);
-int gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t *len);
-
-/* rdma-async.c: the devices' asynchronous events (CM thread) */
-struct pollfd;
-unsigned gfr_rdma_async_fds(struct gfr_rdma *engine, struct pollfd *pfds,
-                            struct gfr_rdma_dev **devs, unsigned max);
-void gfr_rdma_async_handle(struct gfr_rdma *engine, struct gfr_rdma_dev *dev, short revents);
-
 /* Counts n payload bytes that conn's messages were copied through in
  * memory (into send slots and queued copies, out of receive buffers, in
  * and out of staging buffers): issue 32's count of copies per RPC.  Any
@@ -953,4 +591,4 @@ gfr_rdma_count_copied(struct gfr_rdma_conn *conn, size_t n)
     uatomic_add(&conn->stats.copied_bytes, n);
 }
 
-#endif /* GFR_RDMA_INTERNAL_H */
+#endif /* GFR_ENGINE_STATE_H */

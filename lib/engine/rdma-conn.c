@@ -4,7 +4,7 @@
  * on the device the CM resolved, the negotiated parameters, keepalives,
  * and finalisation once every work request has completed (failing and the
  * references are in rdma-qp.c).  Locking and lifetime rules:
- * rdma-internal.h.
+ * engine-state.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 #include <netinet/in.h>
 

@@ -22,7 +22,7 @@
 
 #include <urcu/uatomic.h>
 
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 #define SRQ_BUFFERS_WANTED 16384
 

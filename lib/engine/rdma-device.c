@@ -24,7 +24,7 @@
 
 #include "gfr_clock.h"
 #include "gfr_mmap_guard.h"
-#include "rdma-internal.h"
+#include "engine-dev.h"
 
 #define CQ_ENTRIES_WANTED 16384
 

@@ -6,7 +6,7 @@
  * segment-size bytes (gfr_xfer plans them).  A transfer knows nothing of
  * what it moves: it ends through its finished callback, which the
  * receive side (a pull) or the submission (a push) gave it.  Locking and
- * lifetime rules: rdma-internal.h.
+ * lifetime rules: engine-state.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma-internal.h"
+#include "engine-msg.h"
 
 /*
  * A transfer for conn (calloc'd, owned by the caller until

@@ -6,7 +6,7 @@
  * worker pool.  A received message moves through the stages of enum
  * gfr_rx_state, and only gfr_rdma_rx_advance moves it.  Completions reach
  * it from rdma-cq.c.  Locking and
- * lifetime rules: rdma-internal.h.
+ * lifetime rules: engine-state.h.
  */
 #define _GNU_SOURCE
 #ifdef HAVE_CONFIG_H
@@ -20,9 +20,9 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-rx.h"
 
-/* The steps enum gfr_rx_state allows (rdma-internal.h). */
+/* The steps enum gfr_rx_state allows (engine-state.h). */
 #define TO(state) (1u << (state))
 static const unsigned rx_next[] = {
     [GFR_RX_RECEIVED] = TO(GFR_RX_CHECKED) | TO(GFR_RX_RELEASED),

@@ -3,7 +3,7 @@
  * The send side of a connection: send slots, credits and the queue of
  * encoded messages waiting for them, CREDIT messages, and SEND
  * completions.  How a message travels is chosen above, in rdma-submit.c.
- * Locking and lifetime rules: rdma-internal.h.
+ * Locking and lifetime rules: engine-state.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_be.h"
-#include "rdma-internal.h"
+#include "engine-msg.h"
 
 static uint8_t *
 slot_buf(const struct gfr_rdma_conn *conn, uint32_t slot)

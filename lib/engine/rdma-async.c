@@ -23,7 +23,7 @@
 
 #include <urcu/uatomic.h>
 
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /* Fills pfds and devs with the async fds of up to max devices still
  * delivering events; returns how many.  Takes engine->lock. */

@@ -2,7 +2,7 @@
 /*
  * Offers: our memory a sent message uses until the engine is done with it
  * (the caller's buffers registered for it, or a copy), until every event
- * it waits for has been dealt with (enum gfr_offer_wait, rdma-internal.h),
+ * it waits for has been dealt with (enum gfr_offer_wait, engine-msg.h),
  * with remote access only until the peer's DONE or reply ends it; and the write lists the peer offered with its requests,
  * kept for our replies.  Locking: conn->lock, as each function says.
  */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma-internal.h"
+#include "engine-msg.h"
 
 struct gfr_rdma_offer *
 gfr_rdma_offer_new(void)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A connection's queue pair and its life: the references that keep the
- * connection until every work request has completed (rdma-internal.h),
+ * connection until every work request has completed (engine-state.h),
  * the send-queue ring that retires unsignaled work requests, posting to
  * the send queue, and failing: the QP to the error state, its work
  * requests flushed, a drain posted to retire the rest.  Everything above
@@ -19,7 +19,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-qp.h"
 
 /* Called once per connection, by whoever dropped its last reference. */
 static void

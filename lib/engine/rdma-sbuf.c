@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 static const unsigned class_keep[GFR_BUF_CLASSES] = {8, 4, 4, 1};
 

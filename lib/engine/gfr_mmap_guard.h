@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * siw's reserved mmap offset, kept out of reach (lib/rdma-mmap-guard.c).
+ * siw's reserved mmap offset, kept out of reach (lib/engine/rdma-mmap-guard.c).
  * For the engine's devices and for test programs that make verbs objects
  * of their own on siw.
  */

@@ -17,7 +17,7 @@
 
 #include "gfr_addr.h"
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /* "HOST:PORT" ("[HOST]:PORT" for IPv6), "" for no address. */
 static void

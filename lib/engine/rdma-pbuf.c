@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 static const size_t class_size[GFR_BUF_CLASSES] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
 static const unsigned class_keep[GFR_BUF_CLASSES] = {32, 16, 8, 4};

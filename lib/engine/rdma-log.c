@@ -13,7 +13,7 @@
 #include <urcu/uatomic.h>
 
 #include "gfr_addr.h"
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 /* Set once, before the first engine exists; read by every engine thread. */
 static gfr_rdma_log_fn log_fn;

@@ -42,7 +42,7 @@
 #include "gfr_atomic.h"
 #include "gfr_clock.h"
 #include "gfr_spin_window.h"
-#include "rdma-internal.h"
+#include "engine-dev.h"
 
 /* Adds to one of the poller's own counters (the poll_lock holder is their
  * only writer). */

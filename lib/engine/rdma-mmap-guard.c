@@ -29,7 +29,7 @@
 #include <rdma/siw-abi.h>
 
 #include "gfr_mmap_guard.h"
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 /* Enough completion entries that the CQ's mapping (entries, then a
  * control word) reaches past the start of the reserved page. */

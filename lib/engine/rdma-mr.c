@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gfr_clock.h"
-#include "rdma-internal.h"
+#include "engine-res.h"
 
 static void
 count_registration(struct gfr_rdma_conn *conn, uint64_t start)

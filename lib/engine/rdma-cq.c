@@ -13,7 +13,7 @@
 
 #include <urcu/uatomic.h>
 
-#include "rdma-internal.h"
+#include "engine-conn.h"
 
 /*
  * A flushed completion: the reason its connection ends with.  While the

@@ -8,7 +8,7 @@
  * directory: that reads as a port with no counters, not as an error.
  *
  * The one reader of them: gfr-stat shows them beside a process's
- * statistics (the process reads its devices' ports, lib/stats-render.c),
+ * statistics (the process reads its devices' ports, lib/stats/stats-render.c),
  * `gfr-stat --port-counters` prints them alone, and the VM tests read
  * theirs through it (tests/softroce/fabric-lib.sh, rdma_counter).
  *

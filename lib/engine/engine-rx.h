@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Layer 5 of the engine: receiving messages (checking, pulling,
+ * delivering) and submitting them.
+ */
+#ifndef GFR_ENGINE_RX_H
+#define GFR_ENGINE_RX_H
+
+#include "engine-msg.h"
+
+/* A received message off the poller's stack: while it is pulled, and as a
+ * pool job (one unit of conn->outstanding until it has been handled).
+ * m.rx.head points into data (a copy of the inline part) or into the
+ * message's pull buffer. */
+struct gfr_rdma_delivery {
+    struct gfr_pool_job job;
+    struct gfr_rdma_rxmsg m;
+    uint8_t data[];
+};
+
+/* rdma-rx.c: checking, pulling and delivering received messages */
+struct gfr_rdma_rx_plan {
+    struct gfr_rdma_offer *done_for; /* DONE/ERROR: our read list is free */
+    int done_status;
+    struct gfr_rdma_offer *reply_to; /* REPLY: our request it answers */
+    int pulling;                     /* a transfer took the message (rdma-rx.c) */
+    int refuse;                      /* could not pull it: answer ERROR (rdma-rx.c) */
+    int dropped;                     /* the connection ended before its pull began */
+};
+int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
+                              struct gfr_rdma_rx_plan *plan, const char **reason);
+void gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot,
+                        struct gfr_rdma_rbuf *rb, struct ibv_wc *wc);
+int gfr_rdma_rx_advance(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to);
+const char *gfr_rdma_rx_state_str(enum gfr_rx_state state);
+
+/* rdma-submit.c: the public gfr_rdma_submit and gfr_rdma_send */
+
+#endif /* GFR_ENGINE_RX_H */
