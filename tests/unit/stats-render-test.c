@@ -104,22 +104,80 @@ dumped(const struct rendered *r, const char *line)
 #define PROC "process=gluster\"fs\\d"
 #define CONN "engine=0,local=10.99.0.1:24008,peer=10.99.0.2:40001," PID "," PROC ",role=server"
 
+/* The view every format is rendered from, with its numbers. */
+struct known {
+    struct gfr_rdma_conn_info conns[2];
+    struct gfr_rdma_poller_info pollers[1];
+    struct gfr_rdma_snapshot snap;
+    struct gfr_pool_stats pool;
+    struct gfr_port_counters port;
+    struct gfr_rdma_snapshot *engines[1];
+    struct gfr_stats_view view;
+};
+
+static struct known *
+known_view(void)
+{
+    static struct known k;
+    struct gfr_hist live;
+
+    memset(&k, 0, sizeof(k));
+    k.engines[0] = &k.snap;
+    k.view = (struct gfr_stats_view){.process = "gluster\"fs\\d",
+                                     .pid = 4242,
+                                     .nengines = 1,
+                                     .engines = k.engines,
+                                     .pool = &k.pool,
+                                     .nports = 1,
+                                     .ports = &k.port};
+    snprintf(k.conns[0].peer, sizeof(k.conns[0].peer), "10.99.0.2:40001");
+    snprintf(k.conns[0].local, sizeof(k.conns[0].local), "10.99.0.1:24008");
+    snprintf(k.conns[0].device, sizeof(k.conns[0].device), "rxe0");
+    k.conns[0].state = "ESTABLISHED";
+    k.conns[0].is_server = 1;
+    k.conns[0].credits_window = 64;
+    k.conns[0].stats.sent = 7;
+    k.conns[0].stats.bytes_received = 123456;
+    k.conns[0].stats.registration_ns = 1500000001; /* 1.500000001 s */
+    k.conns[0].rtt_mean_ns = 250000;
+    k.conns[1].state = "RESOLVING_ADDR"; /* no addresses yet */
+    k.conns[1].stats.sent = 99;
+    snprintf(k.pollers[0].device, sizeof(k.pollers[0].device), "rxe0");
+    k.pollers[0].index = 1;
+    k.pollers[0].sleeps = 5;
+    k.pollers[0].slow_handlers = 11;
+    k.pollers[0].asleep_ns = 2000000000;
+    k.snap.poll_mode = "adaptive";
+    k.snap.dispatch = "direct";
+    k.snap.latency_stats = 1;
+    k.snap.nconns = 2;
+    k.snap.conns = k.conns;
+    k.snap.npollers = 1;
+    k.snap.pollers = k.pollers;
+    k.snap.untraced = 3;
+    memset(&live, 0, sizeof(live));
+    gfr_hist_add(&live, 500);     /* below the first bound, 1,023 ns */
+    gfr_hist_add(&live, 1023);    /* on it */
+    gfr_hist_add(&live, 1024);    /* just above */
+    gfr_hist_add(&live, 3000000); /* 3 ms */
+    gfr_hist_snapshot(&live, &k.snap.stage[GFR_STAGE_CALL]);
+    gfr_hist_snapshot(&live, &k.pool.queue_ns);
+    snprintf(k.port.device, sizeof(k.port.device), "rxe0");
+    k.port.port = 1;
+    k.port.n = 1;
+    snprintf(k.port.counter[0].name, sizeof(k.port.counter[0].name), "retry_exceeded_err");
+    k.port.counter[0].value = 17;
+    k.pool.threads = 2;
+    k.pool.submitted = 10;
+    k.pool.queued_by_prio[GFR_POOL_PRIO_LOW] = 4;
+    k.pool.sleeping = 1;
+    k.pool.cancelled = 6;
+    return &k;
+}
+
 static void
 test_a_known_view_parses_with_its_values(void **state)
 {
-    static struct gfr_rdma_conn_info conns[2];
-    static struct gfr_rdma_poller_info pollers[1];
-    static struct gfr_rdma_snapshot snap;
-    static struct gfr_pool_stats pool;
-    static struct gfr_port_counters port = {.device = "rxe0", .port = 1, .n = 1};
-    struct gfr_rdma_snapshot *engines[1] = {&snap};
-    struct gfr_stats_view view = {.process = "gluster\"fs\\d",
-                                  .pid = 4242,
-                                  .nengines = 1,
-                                  .engines = engines,
-                                  .pool = &pool,
-                                  .nports = 1,
-                                  .ports = &port};
     static const struct {
         const char *le, *count;
     } buckets[] = {
@@ -129,49 +187,10 @@ test_a_known_view_parses_with_its_values(void **state)
         {"0.004194303", "4.0"}, /* and 3 ms */
         {"+Inf", "4.0"},
     };
-    struct gfr_hist live;
     struct rendered r;
 
     (void)state;
-    snprintf(conns[0].peer, sizeof(conns[0].peer), "10.99.0.2:40001");
-    snprintf(conns[0].local, sizeof(conns[0].local), "10.99.0.1:24008");
-    snprintf(conns[0].device, sizeof(conns[0].device), "rxe0");
-    conns[0].state = "ESTABLISHED";
-    conns[0].is_server = 1;
-    conns[0].credits_window = 64;
-    conns[0].stats.sent = 7;
-    conns[0].stats.bytes_received = 123456;
-    conns[0].stats.registration_ns = 1500000001; /* 1.500000001 s */
-    conns[0].rtt_mean_ns = 250000;
-    conns[1].state = "RESOLVING_ADDR"; /* no addresses yet: left out */
-    conns[1].stats.sent = 99;
-    snprintf(pollers[0].device, sizeof(pollers[0].device), "rxe0");
-    pollers[0].index = 1;
-    pollers[0].sleeps = 5;
-    pollers[0].asleep_ns = 2000000000;
-    snap.poll_mode = "adaptive";
-    snap.dispatch = "direct";
-    snap.latency_stats = 1;
-    snap.nconns = 2;
-    snap.conns = conns;
-    snap.npollers = 1;
-    snap.pollers = pollers;
-    snap.untraced = 3;
-    memset(&live, 0, sizeof(live));
-    gfr_hist_add(&live, 500);      /* below the first bound, 1,023 ns */
-    gfr_hist_add(&live, 1023);     /* on it */
-    gfr_hist_add(&live, 1024);     /* just above */
-    gfr_hist_add(&live, 3000000);  /* 3 ms */
-    gfr_hist_snapshot(&live, &snap.stage[GFR_STAGE_CALL]);
-    snprintf(port.counter[0].name, sizeof(port.counter[0].name), "retry_exceeded_err");
-    port.counter[0].value = 17;
-    pool.threads = 2;
-    pool.submitted = 10;
-    pool.queued_by_prio[GFR_POOL_PRIO_LOW] = 4;
-    pool.sleeping = 1;
-    pool.cancelled = 6;
-
-    render(&view, &r);
+    render(&known_view()->view, &r);
     assert_int_equal(r.dump_status, 0);
     assert_non_null(strstr(r.text, "\n# EOF\n"));
     assert_true(dumped(&r, "glusterfs_rdma_messages_sent counter - "
@@ -226,10 +245,76 @@ test_a_known_view_parses_with_its_values(void **state)
     assert_true(dumped(&r, "glusterfs_rdma_pool_queued_jobs gauge - "
                            "glusterfs_rdma_pool_queued_jobs{class=low," PID "," PROC "} 4.0"));
     assert_true(dumped(&r, "glusterfs_rdma_pool_queue_seconds histogram seconds "
-                           "glusterfs_rdma_pool_queue_seconds_count{" PID "," PROC "} 0.0"));
+                           "glusterfs_rdma_pool_queue_seconds_count{" PID "," PROC "} 4.0"));
+    assert_true(dumped(&r, "glusterfs_rdma_poller_slow_handlers counter - "
+                           "glusterfs_rdma_poller_slow_handlers_total{device=rxe0,engine=0," PID
+                           ",poller=1," PROC "} 11.0"));
     assert_true(dumped(&r, "glusterfs_rdma_port_hw_counter unknown - glusterfs_rdma_port_hw_counter{"
                            "counter=retry_exceeded_err,device=rxe0," PID ",port=1," PROC "} 17.0"));
     rendered_free(&r);
+}
+
+/* Renders view with fn into a file and runs python3 on it with the given
+ * program (the file is sys.argv[1]): the program's output. */
+static char *
+python_on(int (*fn)(FILE *, const struct gfr_stats_view *), const struct gfr_stats_view *view,
+          const char *program)
+{
+    char path[] = "/tmp/gfr-render-XXXXXX";
+    char cmd[2048];
+    int fd = mkstemp(path);
+    FILE *out, *p;
+    char *text;
+
+    assert_true(fd >= 0);
+    out = fdopen(fd, "w");
+    assert_non_null(out);
+    assert_int_equal(fn(out, view), 0);
+    fclose(out);
+    snprintf(cmd, sizeof(cmd), "/usr/bin/python3 -c '%s' %s 2>&1", program, path);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    text = read_all(p);
+    pclose(p);
+    unlink(path);
+    return text;
+}
+
+static void
+test_the_json_parses_with_its_values(void **state)
+{
+    char *out;
+
+    (void)state;
+    out = python_on(gfr_stats_render_json, &known_view()->view,
+                    "import json, sys\n"
+                    "j = json.load(open(sys.argv[1]))\n"
+                    "e = j[\"engines\"][0]\n"
+                    "c = [c for c in e[\"connections\"] if c[\"state\"] == \"ESTABLISHED\"][0]\n"
+                    "p = e[\"pollers\"][0]\n"
+                    "q = j[\"pool\"][\"queue_ns\"]\n"
+                    "print(j[\"process\"], j[\"pid\"], c[\"messages\"][\"sent\"], "
+                    "p[\"slow_handlers\"], q[\"sample\"], q[\"count\"], q[\"max_ns\"], "
+                    "j[\"ports\"][0][\"device\"], j[\"ports\"][0][\"port\"], "
+                    "j[\"ports\"][0][\"hw_counters\"][\"retry_exceeded_err\"])\n");
+    assert_string_equal(out, "gluster\"fs\\d 4242 7 11 16 4 3000000 rxe0 1 17\n");
+    free(out);
+}
+
+static void
+test_the_table_shows_the_same_numbers(void **state)
+{
+    char *out;
+
+    (void)state;
+    out = python_on(gfr_stats_render_table, &known_view()->view,
+                    "import re, sys\n"
+                    "t = open(sys.argv[1]).read()\n"
+                    "print(\"ports: 1\" in t, "
+                    "bool(re.search(r\"retry_exceeded_err +17\", t)), "
+                    "bool(re.search(r\"^  rxe0 +1(?: +[0-9.]+){11} +11 \", t, re.M)))\n");
+    assert_string_equal(out, "True True True\n");
+    free(out);
 }
 
 static void
@@ -272,6 +357,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_known_view_parses_with_its_values),
+        cmocka_unit_test(test_the_json_parses_with_its_values),
+        cmocka_unit_test(test_the_table_shows_the_same_numbers),
         cmocka_unit_test(test_no_engine_and_no_pool_is_still_openmetrics),
         cmocka_unit_test(test_the_checker_refuses_what_is_not_openmetrics),
     };
