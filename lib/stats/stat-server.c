@@ -34,6 +34,15 @@
 #define READ_MS 1000  /* for the request line */
 #define WRITE_MS 2000 /* for the whole answer */
 #define REQUEST_MAX 64
+/* The request lines a reader may send, one per format, and how a refusal
+ * names them. */
+static const char *const format_names[] = {
+    [GFR_STAT_JSON] = "json",
+    [GFR_STAT_TABLE] = "table",
+    [GFR_STAT_OPENMETRICS] = "openmetrics",
+};
+#define FORMATS (sizeof(format_names) / sizeof(format_names[0]))
+#define FORMAT_CHOICES "json, table or openmetrics"
 /* After a failed accept (out of descriptors or memory, which poll still
  * reports as a waiting reader), the server waits this long before it tries
  * again, doubling up to the most: a full descriptor table must not keep
@@ -226,7 +235,7 @@ serve(struct gfr_stat_server *s, int fd)
     struct ucred cred;
     socklen_t len = sizeof(cred);
     char line[REQUEST_MAX], msg[160];
-    enum gfr_stat_format format;
+    size_t known;
     char *buf = NULL;
     size_t size = 0;
     FILE *out;
@@ -239,22 +248,18 @@ serve(struct gfr_stat_server *s, int fd)
     }
     err = read_request(fd, line, sizeof(line));
     if (err == -EMSGSIZE) {
-        reply_text(fd, "error: request too long: send a line, json, table or openmetrics\n");
+        reply_text(fd, "error: request too long: send a line, " FORMAT_CHOICES "\n");
         return err;
     }
     if (err)
         return err;
-    if (strcmp(line, "json") == 0) {
-        format = GFR_STAT_JSON;
-    } else if (strcmp(line, "table") == 0) {
-        format = GFR_STAT_TABLE;
-    } else if (strcmp(line, "openmetrics") == 0) {
-        format = GFR_STAT_OPENMETRICS;
-    } else {
+    for (known = 0; known < FORMATS && strcmp(line, format_names[known]) != 0; known++)
+        ;
+    if (known == FORMATS) {
         for (char *c = line; *c; c++)
             if (!isprint((unsigned char)*c))
                 *c = '?';
-        snprintf(msg, sizeof(msg), "error: unknown request '%.40s': send json, table or openmetrics\n",
+        snprintf(msg, sizeof(msg), "error: unknown request '%.40s': send " FORMAT_CHOICES "\n",
                  line);
         reply_text(fd, msg);
         return -EINVAL;
@@ -264,7 +269,7 @@ serve(struct gfr_stat_server *s, int fd)
         reply_text(fd, "error: out of memory\n");
         return -ENOMEM;
     }
-    err = s->render(out, format, s->cb_arg);
+    err = s->render(out, (enum gfr_stat_format)known, s->cb_arg);
     if (fclose(out) != 0 && !err)
         err = -ENOMEM;
     if (err) {

@@ -219,6 +219,21 @@ put_number(FILE *out, uint64_t v, int in_ns)
         fprintf(out, "%" PRIu64, v);
 }
 
+/* A field's family lines, and the start of one of its samples, up to the
+ * opening brace (a counter's sample name ends in _total). */
+static void
+put_field_family(FILE *out, const struct field *f)
+{
+    put_family(out, f->name, f->type == COUNTER ? "counter" : "gauge", f->unit, f->help);
+}
+
+static void
+put_field_sample(FILE *out, const struct field *f)
+{
+    fprintf(out, PREFIX "%s%s{", f->name, f->type == COUNTER ? "_total" : "");
+}
+
+/* A field's value in base, after the sample's labels. */
 static void
 put_field(FILE *out, const struct field *f, const void *base)
 {
@@ -244,14 +259,14 @@ put_fields(FILE *out, const struct gfr_stats_view *v, const struct field *fields
     for (size_t k = 0; k < n; k++) {
         const struct field *f = &fields[k];
 
-        put_family(out, f->name, f->type == COUNTER ? "counter" : "gauge", f->unit, f->help);
+        put_field_family(out, f);
         for (unsigned e = 0; e < v->nengines; e++) {
             const struct gfr_rdma_snapshot *s = v->engines[e];
 
             for (unsigned i = 0; i < (of_pollers ? s->npollers : s->nconns); i++) {
                 if (!of_pollers && !conn_labelled(&s->conns[i]))
                     continue;
-                fprintf(out, PREFIX "%s%s{", f->name, f->type == COUNTER ? "_total" : "");
+                put_field_sample(out, f);
                 if (of_pollers)
                     put_poller_labels(out, v, e, &s->pollers[i]);
                 else
@@ -300,6 +315,15 @@ poller_families(FILE *out, const struct gfr_stats_view *v)
 #define LE_FIRST_OCTAVE 10
 #define LE_LAST_OCTAVE 35
 
+/* One histogram sample's name and labels, without the closing brace. */
+static void
+put_hist_sample(FILE *out, const char *name, const char *suffix, const struct gfr_stats_view *v,
+                const char *extra_label)
+{
+    fprintf(out, PREFIX "%s_%s{%s", name, suffix, extra_label ? extra_label : "");
+    put_process_labels(out, v);
+}
+
 static void
 put_hist(FILE *out, const char *name, const struct gfr_stats_view *v, const char *extra_label,
          const struct gfr_hist *h)
@@ -312,20 +336,16 @@ put_hist(FILE *out, const char *name, const struct gfr_stats_view *v, const char
 
         for (; b < GFR_HIST_BUCKETS && gfr_hist_bucket_low(b) <= bound; b++)
             cumulative += h->bucket[b];
-        fprintf(out, PREFIX "%s_bucket{%s", name, extra_label ? extra_label : "");
-        put_process_labels(out, v);
+        put_hist_sample(out, name, "bucket", v, extra_label);
         fputs(",le=\"", out);
         put_number(out, bound, 1);
         fprintf(out, "\"} %" PRIu64 "\n", cumulative);
     }
-    fprintf(out, PREFIX "%s_bucket{%s", name, extra_label ? extra_label : "");
-    put_process_labels(out, v);
+    put_hist_sample(out, name, "bucket", v, extra_label);
     fprintf(out, ",le=\"+Inf\"} %" PRIu64 "\n", h->count);
-    fprintf(out, PREFIX "%s_count{%s", name, extra_label ? extra_label : "");
-    put_process_labels(out, v);
+    put_hist_sample(out, name, "count", v, extra_label);
     fprintf(out, "} %" PRIu64 "\n", h->count);
-    fprintf(out, PREFIX "%s_sum{%s", name, extra_label ? extra_label : "");
-    put_process_labels(out, v);
+    put_hist_sample(out, name, "sum", v, extra_label);
     fputs("} ", out);
     put_number(out, h->sum_ns, 1);
     fputc('\n', out);
@@ -375,8 +395,8 @@ put_pool_fields(FILE *out, const struct gfr_stats_view *v, const struct field *f
     for (size_t k = 0; k < n; k++) {
         const struct field *f = &fields[k];
 
-        put_family(out, f->name, f->type == COUNTER ? "counter" : "gauge", NULL, f->help);
-        fprintf(out, PREFIX "%s%s{", f->name, f->type == COUNTER ? "_total" : "");
+        put_field_family(out, f);
+        put_field_sample(out, f);
         put_process_labels(out, v);
         fputc('}', out);
         put_field(out, f, v->pool);
