@@ -345,7 +345,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port)
         fprintf(stderr, "gfr-perf: %s port %s is not a numeric address and port\n", addr, port);
         return 1;
     }
-    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_conn, NULL, &listener);
+    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, NULL, accept_conn, NULL, &listener);
     if (err) {
         fprintf(stderr, "gfr-perf: cannot listen on %s port %s: %s\n", addr, port, strerror(-err));
         return 1;
@@ -376,7 +376,7 @@ connect_all(struct gfr_rdma *engine, const char *addr, const char *port,
     g.nconns = n;
     g.live = n;
     for (unsigned i = 0; i < n; i++)
-        if (gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src,
+        if (gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src, NULL,
                              &ops, &g.conns[i], &g.conns[i].conn) != 0)
             return 1;
     pthread_mutex_lock(&g.lock);

@@ -186,8 +186,8 @@ main(int argc, char **argv)
     if (model_start(MODEL_MLX5, 1, &plan, NULL, NULL) != 0 ||
         gfr_pool_create(&pool_opts, &pool) != 0 || gfr_rdma_create(&opts, pool, &server) != 0 ||
         gfr_rdma_create(&opts, pool, &client) != 0 ||
-        gfr_rdma_listen(server, (struct sockaddr *)&srv_addr, 4, on_accept, NULL, &listener) != 0 ||
-        gfr_rdma_connect(client, (struct sockaddr *)&srv_addr, (struct sockaddr *)&cli_addr, &ops,
+        gfr_rdma_listen(server, (struct sockaddr *)&srv_addr, 4, NULL, on_accept, NULL, &listener) != 0 ||
+        gfr_rdma_connect(client, (struct sockaddr *)&srv_addr, (struct sockaddr *)&cli_addr, NULL, &ops,
                          &bench, &bench.client) != 0 ||
         wait_for(&bench.connected, 1) != 0) {
         fprintf(stderr, "rpc-instructions: no connection over the verbs model\n");

@@ -217,8 +217,8 @@ gfr_plugin_connect(rpc_transport_t *this, int port)
     if (!err) {
         rpc_transport_ref(this); /* the connection's, until disconnected */
         err = gfr_rdma_connect(gfr_plugin_engine_rdma(priv->engine),
-                               (struct sockaddr *)&dst, NULL, &client_ops, priv,
-                               &priv->conn);
+                               (struct sockaddr *)&dst, NULL, &priv->cfg.engine,
+                               &client_ops, priv, &priv->conn);
         if (err) {
             priv->conn = NULL;
             rpc_transport_unref(this);
@@ -346,7 +346,8 @@ listen_now(struct gfr_trans *priv)
     err = ensure_engine(priv, 1);
     if (!err)
         err = gfr_rdma_listen(gfr_plugin_engine_rdma(priv->engine), (struct sockaddr *)&sa,
-                              priv->cfg.listen_backlog, accept_conn, priv, &priv->listener);
+                              priv->cfg.listen_backlog, &priv->cfg.engine, accept_conn, priv,
+                              &priv->listener);
     if (err)
         return err;
     if (gfr_rdma_listener_addr(priv->listener, (struct sockaddr *)&sa, &len) == 0)

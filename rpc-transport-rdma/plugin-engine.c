@@ -2,9 +2,12 @@
 /*
  * The process's RDMA engines and its one worker pool.
  *
- * Transports with the same engine options share one engine (one CM thread,
- * one set of pollers per device); a brick or a client process normally has
- * exactly one.  The pool is created with the first engine and destroyed
+ * Transports whose options agree on every engine-wide one (the pollers,
+ * dispatch, shared receive buffers: gfr_rdma_opts_engine_conflict) share one
+ * engine (one CM thread, one set of pollers per device), each connection
+ * running by its own transport's options otherwise; the node's file
+ * (node-conf.h) refuses volume sections that would split a process's
+ * engine, so a process normally has exactly one.  The pool is created with the first engine and destroyed
  * after the last.  Engine and pool threads run GlusterFS code (notify), so
  * the last reference may be dropped on one of them; destruction then runs
  * on a detached thread, since neither can join its own threads.
@@ -19,7 +22,7 @@
 #include "gfr_plugin.h"
 
 struct gfr_plugin_engine {
-    struct gfr_rdma_opts opts;
+    struct gfr_rdma_opts opts; /* its first user's: the engine-wide ones count */
     struct gfr_rdma *rdma;
     unsigned refs;          /* engines_lock */
     struct gfr_plugin_engine *next;
@@ -45,12 +48,12 @@ install_log(void)
     gfr_rdma_set_log(log_to_gluster, NULL);
 }
 
-/* Engine options are compared whole: memset-initialised, no padding garbage. */
+/* The engine a connection with options opts may run on, or NULL. */
 static struct gfr_plugin_engine *
 find_locked(const struct gfr_rdma_opts *opts)
 {
     for (struct gfr_plugin_engine *e = engines; e; e = e->next)
-        if (memcmp(&e->opts, opts, sizeof(*opts)) == 0)
+        if (!gfr_rdma_opts_engine_conflict(&e->opts, opts))
             return e;
     return NULL;
 }
@@ -113,7 +116,7 @@ gfr_plugin_engine_get(const struct gfr_rdma_opts *opts, struct gfr_plugin_engine
     e->refs = 1;
     err = pool_get_locked();
     if (!err) {
-        err = gfr_rdma_create(opts, pool, &e->rdma);
+        err = gfr_rdma_create(&e->opts, pool, &e->rdma);
         if (err)
             pool_users--;
     }

@@ -18,6 +18,7 @@ struct gfr_rdma_listener {
     struct rdma_cm_id *id;
     struct sockaddr_storage addr; /* as bound, with its port */
     int backlog;
+    struct gfr_rdma_opts opts;    /* given to the connections it accepts */
     uint64_t relisten_ns;         /* next attempt */
     gfr_rdma_accept_fn accept;
     void *cb_arg;
@@ -31,12 +32,13 @@ void gfr_rdma_cq_flush_stranded(struct gfr_rdma_conn *conn);
 void gfr_rdma_cq_abandon_broken(struct gfr_rdma *engine);
 
 /* rdma-conn.c: a connection's setup, keepalives and end */
-struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer);
+struct gfr_rdma_conn *gfr_rdma_conn_new(struct gfr_rdma *engine, const struct gfr_rdma_opts *opts,
+                                        const struct sockaddr *peer);
 int gfr_rdma_conn_setup(struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_create_qp(struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn);
 void gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn);
-void gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
+void gfr_rdma_conn_local_params(const struct gfr_rdma_opts *opts,
                                 struct gfr_cm_params *params);
 int gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
                             const struct gfr_cm_params *peer);

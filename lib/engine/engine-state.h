@@ -260,9 +260,10 @@ struct gfr_rdma_dev {
     struct gfr_rdma_srq *srq; /* NULL where gfr_rdma_srq_wanted said no */
     struct ibv_cq *mmap_guard; /* siw only (gfr_mmap_guard.h); NULL elsewhere */
     struct cds_lfht *conns; /* QP number -> connection (rdma-conn-table.c) */
-    /* Provider quirk (rdma-device.c): how long a revoked MR stays
-     * registered, 0 = deregistered at once. */
-    uint64_t revoke_grace_ns;
+    /* Provider quirk (rdma-device.c): a revoked MR stays registered for
+     * two of its connection's ACK timeouts (rdma-mr.c); 0 = deregistered
+     * at once. */
+    int keep_revoked_mrs;
     int async_closed; /* its async event fd reported an error (CM thread) */
     int serialize_posts; /* provider quirk: one post at a time (rdma-device.c) */
     pthread_mutex_t post_lock;
@@ -277,7 +278,7 @@ struct gfr_rdma_dev {
 #define GFR_RDMA_STUCK_POST_NS 1000000000ull
 
 /* MRs whose remote access was revoked, kept registered until expire_ns
- * (dev->revoke_grace_ns) on a connection's retired list. */
+ * (dev->keep_revoked_mrs) on a connection's retired list. */
 struct gfr_rdma_retired {
     struct cds_list_head link;
     uint64_t expire_ns;
@@ -315,6 +316,10 @@ struct gfr_rdma_trace_call {
 struct gfr_rdma_conn {
     enum gfr_cm_ctx_kind kind;
     struct gfr_rdma *engine;
+    /* What it runs by: its engine's, or those given to gfr_rdma_connect or
+     * its listener, equal to the engine's on every engine-wide option.
+     * Set before the conn is shared, then read-only. */
+    struct gfr_rdma_opts opts;
     struct gfr_rdma_dev *dev;
     struct gfr_rdma_poller *poller;
     struct rdma_cm_id *id;

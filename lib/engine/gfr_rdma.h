@@ -112,8 +112,15 @@ int gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
  * joins the threads and frees everything.  Not from an engine thread. */
 void gfr_rdma_destroy(struct gfr_rdma *engine);
 
+/*
+ * Listens on addr.  The connections it accepts run by opts (copied; NULL:
+ * the engine's), which must equal the engine's on every engine-wide option
+ * (gfr_rdma_opts_engine_conflict): -EINVAL otherwise, after a log line
+ * naming the option.  Any thread but the engine's.
+ */
 int gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr,
-                    int backlog, gfr_rdma_accept_fn accept, void *cb_arg,
+                    int backlog, const struct gfr_rdma_opts *opts,
+                    gfr_rdma_accept_fn accept, void *cb_arg,
                     struct gfr_rdma_listener **listener);
 
 /* Stops accepting on listener and frees it: when this returns, its accept
@@ -123,9 +130,10 @@ int gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr,
 void gfr_rdma_listener_close(struct gfr_rdma_listener *listener);
 
 /* Starts connecting to dst (from src if not NULL); the outcome arrives as
- * connected or disconnected. */
+ * connected or disconnected.  The connection runs by opts as
+ * gfr_rdma_listen's do. */
 int gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
-                     const struct sockaddr *src,
+                     const struct sockaddr *src, const struct gfr_rdma_opts *opts,
                      const struct gfr_rdma_conn_ops *ops, void *cb_arg,
                      struct gfr_rdma_conn **conn);
 

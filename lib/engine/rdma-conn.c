@@ -23,12 +23,12 @@
 /* This side's connection parameters, offering no probe byte (the CM
  * side adds its device's, when it has one: every field is set). */
 void
-gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
+gfr_rdma_conn_local_params(const struct gfr_rdma_opts *opts,
                            struct gfr_cm_params *params)
 {
-    *params = (struct gfr_cm_params){.credits = (uint16_t)engine->opts.credits,
-                                     .inline_max = engine->opts.inline_max,
-                                     .max_msg = engine->opts.max_msg,
+    *params = (struct gfr_cm_params){.credits = (uint16_t)opts->credits,
+                                     .inline_max = opts->inline_max,
+                                     .max_msg = opts->max_msg,
                                      .max_segs = GFR_WIRE_MAX_SEGS};
 }
 
@@ -36,7 +36,8 @@ gfr_rdma_conn_local_params(const struct gfr_rdma *engine,
  * its log messages; the caller owns it until it is reaped.  Takes
  * engine->lock. */
 struct gfr_rdma_conn *
-gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer)
+gfr_rdma_conn_new(struct gfr_rdma *engine, const struct gfr_rdma_opts *opts,
+                  const struct sockaddr *peer)
 {
     struct gfr_rdma_conn *conn = calloc(1, sizeof(*conn));
 
@@ -44,6 +45,7 @@ gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer)
         return NULL;
     conn->kind = GFR_CM_CTX_CONN;
     conn->engine = engine;
+    conn->opts = *opts;
     gfr_rdma_peer_name(peer, conn->peer_name);
     conn->outstanding = 1; /* the CM side's reference */
     pthread_mutex_init(&conn->lock, NULL);
@@ -65,7 +67,7 @@ gfr_rdma_conn_new(struct gfr_rdma *engine, const struct sockaddr *peer)
 static int
 cq_entries(const struct gfr_rdma_conn *conn)
 {
-    return (int)(conn->nrecv + conn->nsend + conn->engine->opts.rdma_depth + 2);
+    return (int)(conn->nrecv + conn->nsend + conn->opts.rdma_depth + 2);
 }
 
 /*
@@ -76,7 +78,7 @@ cq_entries(const struct gfr_rdma_conn *conn)
 static int
 check_placement(struct gfr_rdma_conn *conn)
 {
-    const struct gfr_rdma_opts *opts = &conn->engine->opts;
+    const struct gfr_rdma_opts *opts = &conn->opts;
     const char *name = ibv_get_device_name(conn->id->verbs->device);
     union ibv_gid gid;
 
@@ -113,12 +115,12 @@ check_placement(struct gfr_rdma_conn *conn)
 int
 gfr_rdma_conn_setup_send_side(struct gfr_rdma_conn *conn)
 {
-    size_t size = (size_t)conn->nsend * conn->engine->opts.inline_max;
+    size_t size = (size_t)conn->nsend * conn->opts.inline_max;
 
     conn->send_buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
     conn->send_wr = calloc(conn->nsend, sizeof(*conn->send_wr));
     conn->free_slots = calloc(conn->nsend, sizeof(*conn->free_slots));
-    conn->sq_size = conn->nsend + conn->engine->opts.rdma_depth + 2;
+    conn->sq_size = conn->nsend + conn->opts.rdma_depth + 2;
     conn->sq_ring = calloc(conn->sq_size, sizeof(*conn->sq_ring));
     conn->sq_state = calloc(conn->sq_size, sizeof(*conn->sq_state));
     if (!conn->send_buf || !conn->send_wr || !conn->free_slots || !conn->sq_ring ||
@@ -167,7 +169,7 @@ gfr_rdma_conn_free_send_side(struct gfr_rdma_conn *conn)
 static int
 setup_own_receives(struct gfr_rdma_conn *conn)
 {
-    size_t size = (size_t)conn->nrecv * conn->engine->opts.inline_max;
+    size_t size = (size_t)conn->nrecv * conn->opts.inline_max;
 
     conn->recv_buf = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
     conn->recv_wr = calloc(conn->nrecv, sizeof(*conn->recv_wr));
@@ -202,7 +204,7 @@ int
 gfr_rdma_conn_create_qp(struct gfr_rdma_conn *conn)
 {
     struct ibv_qp_init_attr attr;
-    uint8_t timeout = conn->engine->opts.qp_timeout;
+    uint8_t timeout = conn->opts.qp_timeout;
     uint32_t want = conn->dev->max_inline;
     int err;
 
@@ -254,8 +256,8 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
     err = check_placement(conn);
     if (err)
         return err;
-    conn->nrecv = engine->opts.credits;
-    conn->nsend = engine->opts.credits;
+    conn->nrecv = conn->opts.credits;
+    conn->nsend = conn->opts.credits;
     if (engine->pool) {
         err = gfr_pool_client_create(engine->pool, &conn->pool_client);
         if (err)
@@ -281,7 +283,7 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
 
     /* Local values until the peer's are known (gfr_rdma_conn_negotiate):
      * receives are accepted from now on, sends wait for ESTABLISHED. */
-    conn->limits.max_msg = engine->opts.max_msg;
+    conn->limits.max_msg = conn->opts.max_msg;
     conn->limits.max_segs = GFR_WIRE_MAX_SEGS;
     gfr_credits_init(&conn->credits, conn->nrecv);
     conn->credits.send_avail = 0;
@@ -311,7 +313,7 @@ gfr_rdma_conn_negotiate(struct gfr_rdma_conn *conn,
     struct gfr_cm_params local;
     uint32_t received;
 
-    gfr_rdma_conn_local_params(conn->engine, &local);
+    gfr_rdma_conn_local_params(&conn->opts, &local);
     pthread_mutex_lock(&conn->lock);
     gfr_cm_negotiate(&local, peer, &conn->agreed);
     conn->limits.max_msg = conn->agreed.max_msg;
@@ -439,7 +441,7 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
                              .opcode = IBV_WR_RDMA_WRITE,
                              .send_flags = IBV_SEND_SIGNALED};
     struct ibv_sge sink;
-    const struct gfr_rdma_opts *opts = &conn->engine->opts;
+    const struct gfr_rdma_opts *opts = &conn->opts;
     uint64_t now = gfr_now_ns();
     uint64_t patience = 2 * retry_bound_ns(opts);
     int err;

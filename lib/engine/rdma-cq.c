@@ -219,7 +219,7 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         ctx->posted = 0;
         if (ok && received_a_send(conn, wc))
             gfr_rdma_rx_handle(conn, conn->recv_buf +
-                                  (size_t)ctx->slot * conn->engine->opts.inline_max,
+                                  (size_t)ctx->slot * conn->opts.inline_max,
                         ctx->slot, NULL, wc);
         break;
     case GFR_WR_SEND:
@@ -313,7 +313,7 @@ gfr_rdma_cq_flush_stranded(struct gfr_rdma_conn *conn)
     gfr_rdma_conn_log(conn, "QP %u: %d work request(s) not completed %u ms after the "
                       "connection failed, its QP in the error state: the provider will not "
                       "complete them; completing them as flushed", conn->qp_num, n,
-                      conn->engine->opts.connect_timeout_ms);
+                      conn->opts.connect_timeout_ms);
     if (gfr_rdma_poller_inject(conn->poller, wcs, (unsigned)n) != 0)
         conn->stranded_flushed = 0; /* no memory: the next tick tries again */
     free(wcs);

@@ -128,7 +128,7 @@ apply_quirks(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
         if (attr->vendor_id != q->vendor_id)
             continue;
         if (q->keep_revoked_mrs)
-            dev->revoke_grace_ns = 2 * 4096ull << dev->engine->opts.qp_timeout;
+            dev->keep_revoked_mrs = 1;
         dev->serialize_posts = q->serialize_posts;
         if (q->guard_mmap_key)
             dev->mmap_guard = gfr_mmap_guard_create(dev->verbs);

@@ -72,11 +72,10 @@ static void
 fill_conn_param(const struct gfr_rdma_conn *conn, struct rdma_conn_param *param,
                 uint8_t *private_data)
 {
-    const struct gfr_rdma *engine = conn->engine;
-    uint32_t depth = engine->opts.rdma_depth;
+    uint32_t depth = conn->opts.rdma_depth;
     struct gfr_cm_params local;
 
-    gfr_rdma_conn_local_params(engine, &local);
+    gfr_rdma_conn_local_params(&conn->opts, &local);
     if (conn->dev->probe_src_mr) {
         local.probe_addr = (uintptr_t)conn->dev->probe_buf;
         local.probe_rkey = conn->dev->probe_src_mr->rkey;
@@ -85,8 +84,8 @@ fill_conn_param(const struct gfr_rdma_conn *conn, struct rdma_conn_param *param,
     memset(param, 0, sizeof(*param));
     param->private_data = private_data;
     param->private_data_len = GFR_CM_PRIVATE_SIZE;
-    param->retry_count = engine->opts.retry_count;
-    param->rnr_retry_count = engine->opts.rnr_retry;
+    param->retry_count = conn->opts.retry_count;
+    param->rnr_retry_count = conn->opts.rnr_retry;
     param->responder_resources = (uint8_t)(depth < conn->dev->max_rd_atom
                                            ? depth : conn->dev->max_rd_atom);
     param->initiator_depth = (uint8_t)(depth < conn->dev->max_init_rd_atom
@@ -124,7 +123,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
         rdma_destroy_id(event->id);
         return;
     }
-    conn = gfr_rdma_conn_new(engine, rdma_get_peer_addr(event->id));
+    conn = gfr_rdma_conn_new(engine, &listener->opts, rdma_get_peer_addr(event->id));
     if (!conn) {
         rdma_reject(event->id, NULL, 0);
         rdma_destroy_id(event->id);
@@ -136,7 +135,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     pthread_mutex_lock(&conn->lock);
     gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING);
     pthread_mutex_unlock(&conn->lock);
-    conn->connect_deadline_ns = gfr_deadline_ns(engine->opts.connect_timeout_ms);
+    conn->connect_deadline_ns = gfr_deadline_ns(conn->opts.connect_timeout_ms);
     err = listener->accept(listener, conn, listener->cb_arg, &conn->ops, &conn->cb_arg);
     if (!err && (!conn->ops || !conn->ops->received || !conn->ops->disconnected))
         err = -EINVAL;
@@ -200,8 +199,8 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     pthread_mutex_unlock(&conn->lock);
     if (!usable)
         return; /* disconnected follows */
-    if (engine->opts.keepalive_ms)
-        conn->keepalive_next_ns = gfr_deadline_ns(engine->opts.keepalive_ms);
+    if (conn->opts.keepalive_ms)
+        conn->keepalive_next_ns = gfr_deadline_ns(conn->opts.keepalive_ms);
     if (conn->ops->connected)
         conn->ops->connected(conn, conn->cb_arg);
     /* Grants that piled up before ESTABLISHED. */
@@ -245,7 +244,7 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
     case RDMA_CM_EVENT_ADDR_RESOLVED:
         if (!advance(conn, GFR_CONN_RESOLVING_ROUTE))
             break;
-        if (rdma_resolve_route(conn->id, (int)engine->opts.connect_timeout_ms) != 0)
+        if (rdma_resolve_route(conn->id, (int)conn->opts.connect_timeout_ms) != 0)
             conn_abort(conn, -errno);
         break;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
@@ -255,7 +254,7 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         err = gfr_rdma_conn_setup(conn);
         if (!err) {
             fill_conn_param(conn, &param, private_data);
-            conn->connect_deadline_ns = gfr_deadline_ns(engine->opts.connect_timeout_ms);
+            conn->connect_deadline_ns = gfr_deadline_ns(conn->opts.connect_timeout_ms);
             if (!advance(conn, GFR_CONN_CONNECTING))
                 break;
             if (rdma_connect(conn->id, &param) != 0)
@@ -447,7 +446,7 @@ static void
 handshake_fire(struct gfr_rdma_conn *conn)
 {
     gfr_rdma_conn_log(conn, "the connection handshake took longer than connect-timeout-ms "
-                      "(%u ms): giving up", conn->engine->opts.connect_timeout_ms);
+                      "(%u ms): giving up", conn->opts.connect_timeout_ms);
     conn_abort(conn, -ETIMEDOUT);
 }
 
@@ -468,11 +467,11 @@ disconnect_fire(struct gfr_rdma_conn *conn)
     if (conn->was_connected)
         gfr_rdma_conn_log(conn, "the peer did not answer the disconnect within connect-timeout-ms "
                           "(%u ms): closing the connection without it",
-                          conn->engine->opts.connect_timeout_ms);
+                          conn->opts.connect_timeout_ms);
     else
         gfr_rdma_conn_log(conn, "the connection failed during its handshake and the handshake did "
                           "not end within connect-timeout-ms (%u ms): closing it",
-                          conn->engine->opts.connect_timeout_ms);
+                          conn->opts.connect_timeout_ms);
     gfr_rdma_conn_cm_done(conn);
 }
 
@@ -494,7 +493,7 @@ keepalive_due(struct gfr_rdma_conn *conn, uint64_t now)
 {
     if (!conn->keepalive_next_ns || now < conn->keepalive_next_ns)
         return 0;
-    conn->keepalive_next_ns = gfr_deadline_ns(conn->engine->opts.keepalive_ms);
+    conn->keepalive_next_ns = gfr_deadline_ns(conn->opts.keepalive_ms);
     return 1;
 }
 
@@ -631,12 +630,13 @@ tick_ms(struct gfr_rdma *engine)
     cds_list_for_each_entry(listener, &engine->listeners, link)
         if (!listener->id)
             ms = 100;
-    cds_list_for_each_entry(conn, &engine->conns, link)
+    cds_list_for_each_entry(conn, &engine->conns, link) {
         if (gfr_rdma_conn_state(conn) != GFR_CONN_ESTABLISHED)
             ms = 100;
+        if (conn->opts.keepalive_ms && conn->opts.keepalive_ms < (uint32_t)ms)
+            ms = (int)conn->opts.keepalive_ms;
+    }
     pthread_mutex_unlock(&engine->lock);
-    if (engine->opts.keepalive_ms && engine->opts.keepalive_ms < (uint32_t)ms)
-        ms = (int)engine->opts.keepalive_ms;
     return ms;
 }
 
@@ -750,9 +750,26 @@ fail:
     return err;
 }
 
+/* opts for a connection of engine, or NULL (after a log line naming the
+ * option) when they differ from engine's on an engine-wide one. */
+static const struct gfr_rdma_opts *
+conn_opts(const struct gfr_rdma *engine, const struct gfr_rdma_opts *opts, const char *what)
+{
+    const char *conflict;
+
+    if (!opts)
+        return &engine->opts;
+    conflict = gfr_rdma_opts_engine_conflict(&engine->opts, opts);
+    if (!conflict)
+        return opts;
+    gfr_rdma_log("cannot %s: %s differs from its engine's, and is the same for every "
+                 "connection of an engine", what, conflict);
+    return NULL;
+}
+
 int
 gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlog,
-                gfr_rdma_accept_fn accept, void *cb_arg,
+                const struct gfr_rdma_opts *opts, gfr_rdma_accept_fn accept, void *cb_arg,
                 struct gfr_rdma_listener **listenerp)
 {
     struct gfr_rdma_listener *listener;
@@ -760,6 +777,9 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     int err;
 
     if (!engine || !addr || !accept || !listenerp)
+        return -EINVAL;
+    opts = conn_opts(engine, opts, "listen");
+    if (!opts)
         return -EINVAL;
     if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6) {
         gfr_rdma_log("cannot listen: address family %d is neither IPv4 nor IPv6",
@@ -774,6 +794,7 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     listener->accept = accept;
     listener->cb_arg = cb_arg;
     listener->backlog = backlog;
+    listener->opts = *opts;
     err = gfr_rdma_copy_addr(addr, (struct sockaddr *)&listener->addr, &len);
     if (!err)
         err = listener_open(engine, listener, &listener->id);
@@ -833,15 +854,19 @@ gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr
 
 int
 gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
-                 const struct sockaddr *src, const struct gfr_rdma_conn_ops *ops,
-                 void *cb_arg, struct gfr_rdma_conn **connp)
+                 const struct sockaddr *src, const struct gfr_rdma_opts *opts,
+                 const struct gfr_rdma_conn_ops *ops, void *cb_arg,
+                 struct gfr_rdma_conn **connp)
 {
     struct gfr_rdma_conn *conn;
     int err;
 
     if (!engine || !dst || !ops || !ops->received || !ops->disconnected || !connp)
         return -EINVAL;
-    conn = gfr_rdma_conn_new(engine, dst);
+    opts = conn_opts(engine, opts, "connect");
+    if (!opts)
+        return -EINVAL;
+    conn = gfr_rdma_conn_new(engine, opts, dst);
     if (!conn)
         return -ENOMEM;
     conn->ops = ops;
@@ -860,7 +885,7 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
     }
     *connp = conn;
     if (rdma_resolve_addr(conn->id, (struct sockaddr *)src, (struct sockaddr *)dst,
-                          (int)engine->opts.connect_timeout_ms) != 0) {
+                          (int)conn->opts.connect_timeout_ms) != 0) {
         err = -errno;
         gfr_rdma_conn_log(conn, "rdma_resolve_addr failed: %s", strerror(-err));
         /* Reported through disconnected, like every other failure. */

@@ -99,10 +99,12 @@ retire(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n, void *mem)
 {
     struct gfr_rdma_retired *r;
 
-    r = conn->dev->revoke_grace_ns ? malloc(sizeof(*r) + n * sizeof(r->mr[0])) : NULL;
+    r = conn->dev->keep_revoked_mrs ? malloc(sizeof(*r) + n * sizeof(r->mr[0])) : NULL;
     if (!r)
         return 0;
-    r->expire_ns = gfr_now_ns() + conn->dev->revoke_grace_ns;
+    /* a request the peer sent before the revoke may be replayed until its
+     * retries run out: twice the ACK timeout covers one */
+    r->expire_ns = gfr_now_ns() + (2 * 4096ull << conn->opts.qp_timeout);
     r->mem = mem;
     r->n = n;
     memcpy(r->mr, mr, n * sizeof(r->mr[0]));
@@ -115,7 +117,7 @@ retire(struct gfr_rdma_conn *conn, struct ibv_mr **mr, unsigned n, void *mem)
 
 /*
  * Ends the peer's remote access to n MRs: deregisters them, or on a
- * provider that replays requests late (dev->revoke_grace_ns) keeps them on
+ * provider that replays requests late (dev->keep_revoked_mrs) keeps them on
  * the retired list for that long.  No lock held.
  */
 void

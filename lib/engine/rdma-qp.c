@@ -101,7 +101,7 @@ gfr_rdma_conn_cm_done(struct gfr_rdma_conn *conn)
 int
 gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
 {
-    uint32_t size = conn->engine->opts.inline_max;
+    uint32_t size = conn->opts.inline_max;
     struct ibv_sge sge = {.addr = (uintptr_t)(conn->recv_buf + (size_t)i * size),
                           .length = size, .lkey = conn->recv_mr->lkey};
     struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&conn->recv_wr[i],
@@ -249,7 +249,7 @@ gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason)
         gfr_rdma_conn_set_state_locked(conn, GFR_CONN_DISCONNECTING);
         conn->reason = reason ? reason : uatomic_read(&conn->fault);
         uatomic_set(&conn->disconnect_deadline_ns,
-                    gfr_deadline_ns(conn->engine->opts.connect_timeout_ms));
+                    gfr_deadline_ns(conn->opts.connect_timeout_ms));
         if (conn->qp && conn->dev && conn->dev->iwarp && conn->sq_count)
             qp_to_error(conn);
         if (conn->id && conn->was_connected)

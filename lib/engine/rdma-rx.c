@@ -160,7 +160,7 @@ deliver(struct gfr_rdma_rxmsg *m, struct gfr_rdma_delivery *held)
 {
     struct gfr_rdma_conn *conn = m->conn;
     struct gfr_rdma_delivery *d = held;
-    int direct = conn->engine->opts.dispatch == GFR_DISPATCH_DIRECT && !conn->poller->relaying;
+    int direct = conn->opts.dispatch == GFR_DISPATCH_DIRECT && !conn->poller->relaying;
 
     if (direct && uatomic_read(&conn->pool_for)) {
         uatomic_dec(&conn->pool_for);
@@ -318,7 +318,7 @@ pull_start_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
     memcpy(x->remote, msg->read, msg->hdr.n_read * sizeof(x->remote[0]));
     x->local[0] = (struct gfr_xfer_local){(uintptr_t)(buf + head), (uint32_t)bulk, lkey};
     if (gfr_xfer_init(&x->plan, x->local, 1, x->remote, msg->hdr.n_read, bulk,
-                      conn->engine->opts.segment_size) != 0) {
+                      conn->opts.segment_size) != 0) {
         /* The decoder checked the lengths; only a wrapping segment is left. */
         err = -EPROTO;
         goto fail;

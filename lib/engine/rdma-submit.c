@@ -49,7 +49,7 @@ struct submission {
 static int
 stages(const struct gfr_rdma_conn *conn, enum gfr_sbuf_kind kind, size_t len)
 {
-    return len && len <= conn->engine->opts.copy_max && len <= gfr_rdma_sbuf_max() &&
+    return len && len <= conn->opts.copy_max && len <= gfr_rdma_sbuf_max() &&
            (kind == GFR_SBUF_LOCAL || !conn->is_server);
 }
 
@@ -337,7 +337,7 @@ push_start_locked(struct gfr_rdma_conn *conn, const struct submission *s,
     memcpy(x->local, s->local, s->n_local * sizeof(s->local[0]));
     memcpy(x->remote, s->wl->seg, s->wl->n * sizeof(s->wl->seg[0]));
     err = gfr_xfer_init(&x->plan, x->local, s->n_local, x->remote, s->wl->n, s->bulk_len,
-                        conn->engine->opts.segment_size);
+                        conn->opts.segment_size);
     if (err) {
         free(x);
         return err;
@@ -406,7 +406,7 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
 static void
 await_reply_locked(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
 {
-    const struct gfr_rdma_opts *opts = &conn->engine->opts;
+    const struct gfr_rdma_opts *opts = &conn->opts;
 
     if (msg->is_reply || conn->is_server || opts->poll_mode != GFR_POLL_ADAPTIVE ||
         !opts->reply_spin_max_us)

@@ -56,7 +56,7 @@ all_posted_locked(struct gfr_rdma_xfer *x)
 void
 gfr_rdma_xfers_post_locked(struct gfr_rdma_conn *conn)
 {
-    uint32_t depth = conn->engine->opts.rdma_depth;
+    uint32_t depth = conn->opts.rdma_depth;
 
     while (conn->state != GFR_CONN_DISCONNECTING && conn->rdma_inflight < depth &&
            !cds_list_empty(&conn->xfers)) {

@@ -18,7 +18,7 @@
 static uint8_t *
 slot_buf(const struct gfr_rdma_conn *conn, uint32_t slot)
 {
-    return conn->send_buf + (size_t)slot * conn->engine->opts.inline_max;
+    return conn->send_buf + (size_t)slot * conn->opts.inline_max;
 }
 
 /* Writes the header, the lists and the iovecs' bytes into dst.  Returns
@@ -65,7 +65,7 @@ size_t
 gfr_rdma_send_cap(const struct gfr_rdma_conn *conn)
 {
     uint32_t agreed = conn->agreed.inline_max;
-    uint32_t slot = conn->engine->opts.inline_max;
+    uint32_t slot = conn->opts.inline_max;
 
     return agreed && agreed < slot ? agreed : slot;
 }
@@ -317,7 +317,7 @@ size_t
 gfr_rdma_max_inline(const struct gfr_rdma_conn *conn)
 {
     uint32_t limit = conn->agreed.inline_max ? conn->agreed.inline_max
-                                             : conn->engine->opts.inline_max;
+                                             : conn->opts.inline_max;
 
     return limit - GFR_WIRE_HDR_SIZE;
 }
@@ -325,7 +325,7 @@ gfr_rdma_max_inline(const struct gfr_rdma_conn *conn)
 size_t
 gfr_rdma_max_msg(const struct gfr_rdma_conn *conn)
 {
-    return conn->agreed.max_msg ? conn->agreed.max_msg : conn->engine->opts.max_msg;
+    return conn->agreed.max_msg ? conn->agreed.max_msg : conn->opts.max_msg;
 }
 
 /* The end of the connection (CM thread): frees the messages still waiting

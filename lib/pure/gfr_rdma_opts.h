@@ -75,9 +75,22 @@ enum gfr_rdma_opt_kind {
     GFR_OPT_NAME, /* a device name */
 };
 
+/* Where an option's value applies.  A connection may run by options of
+ * its own (gfr_rdma_connect, gfr_rdma_listen) only where they agree with
+ * its engine's on every option the engine runs by as a whole. */
+enum gfr_rdma_opt_scope {
+    GFR_OPT_CONNECTION, /* each connection's own */
+    GFR_OPT_ENGINE,     /* the engine's pollers, dispatch or buffers */
+    /* the engine's while receive buffers are shared (receive-queue other
+     * than per-connection: the shared queue has one buffer size),
+     * otherwise each connection's */
+    GFR_OPT_ENGINE_IF_SHARED_RECEIVES,
+};
+
 struct gfr_rdma_opt_info {
     const char *key;
     enum gfr_rdma_opt_kind kind;
+    enum gfr_rdma_opt_scope scope;
     long long min; /* numbers */
     long long max;
     const char *const *choices; /* GFR_OPT_CHOICE: NULL-terminated */
@@ -110,6 +123,15 @@ int gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
  * -EINVAL with *why as above. */
 int gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why,
                         size_t why_len);
+
+/*
+ * The first option that engine and conn set differently among those
+ * engine's options make engine-wide (gfr_rdma_opt_scope), or NULL when a
+ * connection may run by conn on an engine created with engine.  Any
+ * thread.
+ */
+const char *gfr_rdma_opts_engine_conflict(const struct gfr_rdma_opts *engine,
+                                          const struct gfr_rdma_opts *conn);
 
 const char *gfr_poll_mode_str(enum gfr_poll_mode mode);
 const char *gfr_dispatch_str(enum gfr_dispatch dispatch);

@@ -33,32 +33,37 @@ _Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4
                "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
-#define NUMBER(key, kind, min, max, def, field) {{key, kind, min, max, NULL, def}, FIELD(field)}
-#define CHOICE(key, names, def, field) {{key, GFR_OPT_CHOICE, 0, 0, names, def}, FIELD(field)}
+#define NUMBER(key, kind, scope, min, max, def, field) \
+    {{key, kind, scope, min, max, NULL, def}, FIELD(field)}
+#define CHOICE(key, scope, names, def, field) \
+    {{key, GFR_OPT_CHOICE, scope, 0, 0, names, def}, FIELD(field)}
+#define CONN GFR_OPT_CONNECTION
+#define ENGINE GFR_OPT_ENGINE
 
 static const struct opt_desc descs[] = {
-    CHOICE("poll-mode", poll_names, "adaptive", poll_mode),
-    NUMBER("spin-us", GFR_OPT_UINT, 0, 1000000, "50", spin_us),
-    NUMBER("spin-max-us", GFR_OPT_UINT, 0, 1000000, "2000", spin_max_us),
-    NUMBER("reply-spin-max-us", GFR_OPT_UINT, 0, 1000000, "10000", reply_spin_max_us),
-    NUMBER("pollers", GFR_OPT_UINT, 1, 64, "1", pollers),
-    CHOICE("dispatch", dispatch_names, "direct", dispatch),
-    CHOICE("receive-queue", rq_names, "auto", receive_queue),
-    NUMBER("credits", GFR_OPT_UINT, 2, 4096, "64", credits),
-    NUMBER("inline-max", GFR_OPT_SIZE, 256, 16 << 20, "8K", inline_max),
-    NUMBER("max-msg", GFR_OPT_SIZE, 256, 1 << 30, "4M", max_msg),
-    NUMBER("segment-size", GFR_OPT_SIZE, 4096, 1 << 30, "1M", segment_size),
-    NUMBER("copy-max", GFR_OPT_SIZE, 0, 4 << 20, "128K", copy_max),
-    NUMBER("rdma-depth", GFR_OPT_UINT, 1, 64, "4", rdma_depth),
-    NUMBER("connect-timeout-ms", GFR_OPT_UINT, 100, 600000, "5000", connect_timeout_ms),
-    NUMBER("keepalive-ms", GFR_OPT_UINT, 0, 3600000, "10000", keepalive_ms),
-    NUMBER("qp-timeout", GFR_OPT_UINT, 0, 31, "17", qp_timeout),
-    NUMBER("retry-count", GFR_OPT_UINT, 0, 7, "7", retry_count),
-    NUMBER("rnr-retry", GFR_OPT_UINT, 0, 7, "7", rnr_retry),
-    NUMBER("port", GFR_OPT_UINT, 1, 255, "1", port),
-    NUMBER("gid-index", GFR_OPT_INT, -1, 255, "-1", gid_index),
-    {{"device", GFR_OPT_NAME, 0, 0, NULL, NULL}, FIELD(device)},
-    CHOICE("latency-stats", off_on_names, "on", latency_stats),
+    CHOICE("poll-mode", ENGINE, poll_names, "adaptive", poll_mode),
+    NUMBER("spin-us", GFR_OPT_UINT, ENGINE, 0, 1000000, "50", spin_us),
+    NUMBER("spin-max-us", GFR_OPT_UINT, ENGINE, 0, 1000000, "2000", spin_max_us),
+    NUMBER("reply-spin-max-us", GFR_OPT_UINT, CONN, 0, 1000000, "10000", reply_spin_max_us),
+    NUMBER("pollers", GFR_OPT_UINT, ENGINE, 1, 64, "1", pollers),
+    CHOICE("dispatch", ENGINE, dispatch_names, "direct", dispatch),
+    CHOICE("receive-queue", ENGINE, rq_names, "auto", receive_queue),
+    NUMBER("credits", GFR_OPT_UINT, CONN, 2, 4096, "64", credits),
+    NUMBER("inline-max", GFR_OPT_SIZE, GFR_OPT_ENGINE_IF_SHARED_RECEIVES, 256, 16 << 20, "8K",
+           inline_max),
+    NUMBER("max-msg", GFR_OPT_SIZE, CONN, 256, 1 << 30, "4M", max_msg),
+    NUMBER("segment-size", GFR_OPT_SIZE, CONN, 4096, 1 << 30, "1M", segment_size),
+    NUMBER("copy-max", GFR_OPT_SIZE, CONN, 0, 4 << 20, "128K", copy_max),
+    NUMBER("rdma-depth", GFR_OPT_UINT, CONN, 1, 64, "4", rdma_depth),
+    NUMBER("connect-timeout-ms", GFR_OPT_UINT, CONN, 100, 600000, "5000", connect_timeout_ms),
+    NUMBER("keepalive-ms", GFR_OPT_UINT, CONN, 0, 3600000, "10000", keepalive_ms),
+    NUMBER("qp-timeout", GFR_OPT_UINT, CONN, 0, 31, "17", qp_timeout),
+    NUMBER("retry-count", GFR_OPT_UINT, CONN, 0, 7, "7", retry_count),
+    NUMBER("rnr-retry", GFR_OPT_UINT, CONN, 0, 7, "7", rnr_retry),
+    NUMBER("port", GFR_OPT_UINT, CONN, 1, 255, "1", port),
+    NUMBER("gid-index", GFR_OPT_INT, CONN, -1, 255, "-1", gid_index),
+    {{"device", GFR_OPT_NAME, CONN, 0, 0, NULL, NULL}, FIELD(device)},
+    CHOICE("latency-stats", ENGINE, off_on_names, "on", latency_stats),
 };
 
 #define NDESCS (sizeof(descs) / sizeof(descs[0]))
@@ -263,6 +268,32 @@ gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why, size_t why_len)
         return explain(why, why_len, "segment-size (%u) is larger than max-msg (%u)",
                        opts->segment_size, opts->max_msg);
     return 0;
+}
+
+/* Whether d is engine-wide for an engine with options engine. */
+static int
+engine_wide(const struct opt_desc *d, const struct gfr_rdma_opts *engine)
+{
+    return d->info.scope == GFR_OPT_ENGINE ||
+           (d->info.scope == GFR_OPT_ENGINE_IF_SHARED_RECEIVES &&
+            engine->receive_queue != GFR_RQ_PER_CONN);
+}
+
+static int
+same_field(const struct opt_desc *d, const struct gfr_rdma_opts *a,
+           const struct gfr_rdma_opts *b)
+{
+    return memcmp((const char *)a + d->offset, (const char *)b + d->offset, d->width) == 0;
+}
+
+const char *
+gfr_rdma_opts_engine_conflict(const struct gfr_rdma_opts *engine,
+                              const struct gfr_rdma_opts *conn)
+{
+    for (size_t i = 0; i < NDESCS; i++)
+        if (engine_wide(&descs[i], engine) && !same_field(&descs[i], engine, conn))
+            return descs[i].info.key;
+    return NULL;
 }
 
 const char *

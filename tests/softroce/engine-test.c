@@ -460,7 +460,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     st.is_server = 1;
     if (gfr_addr_parse_numeric(addr, port, &ss))
         return die("server: bad address");
-    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, accept_one, NULL, &listener);
+    err = gfr_rdma_listen(engine, (struct sockaddr *)&ss, 128, NULL, accept_one, NULL, &listener);
     if (err) {
         fprintf(stderr, "engine-test: server: listen failed: %s\n", strerror(-err));
         return 1;
@@ -596,7 +596,7 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
         gfr_addr_parse_numeric(bind_addr, "0", &src))
         return die("client: bad address");
     for (unsigned c = 0; c < conns; c++) {
-        err = gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src,
+        err = gfr_rdma_connect(engine, (struct sockaddr *)&dst, (struct sockaddr *)&src, NULL,
                                &ops, &st.peers[c], &st.peers[c].conn);
         if (err)
             return die("client: connect failed");

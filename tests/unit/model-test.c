@@ -2,8 +2,9 @@
 /*
  * Two engines, a server and a client, talk over the verbs model
  * (verbs-model.h) under each provider profile, one seed after another.
- * Each seed draws the options (receive queue, credits, keepalive), the connections,
- * the requests (sizes, reply buffers, reply sizes) and one fault (none, a
+ * Each seed draws the options (receive queue, credits, keepalive; and
+ * each connection's own credits, rdma-depth and, with receive buffers of
+ * its own, inline size), the connections, the requests (sizes, reply buffers, reply sizes) and one fault (none, a
  * QP error, port down, device removal, a peer that disconnects) at a
  * random work request; the model draws the fabric's order and delays.
  *
@@ -580,13 +581,34 @@ stop_here(struct run *run, enum model_profile profile, uint64_t seed)
 /* Completions the profile gave twice, in its seeds so far. */
 static unsigned duplicates_given;
 
+/* Options of connection `which` (0: the listener's, 1...: a client's):
+ * the engine's, with credits and rdma-depth of its own, and its own
+ * inline size where receive buffers are each connection's (the engine
+ * takes options per connection: gfr_rdma_connect, gfr_rdma_listen).
+ * Drawn from the seed apart from the run's stream, which stays as it was. */
+static void
+conn_opts(const struct gfr_rdma_opts *engine, uint64_t seed, unsigned which,
+          struct gfr_rdma_opts *out)
+{
+    uint64_t h = (seed + 1) * 0xd6e8feb86659fd93ULL + (which + 1) * 0x9e3779b97f4a7c15ULL;
+
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 29;
+    *out = *engine;
+    out->credits = 2 + (uint32_t)(h % 63);
+    out->rdma_depth = 1 + (uint32_t)((h >> 8) % 8);
+    if (engine->receive_queue == GFR_RQ_PER_CONN)
+        out->inline_max = 256u << ((h >> 16) % 6);
+}
+
 /* One seed under one profile: 0, or 1 with the reason printed. */
 static int
 run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_NFAULTS])
 {
     struct run *run = calloc(1, sizeof(*run));
     struct model_plan plan;
-    struct gfr_rdma_opts opts;
+    struct gfr_rdma_opts opts, listener_opts, client_opts[MAX_CONNS], engine_wide;
     struct gfr_pool_opts pool_opts;
     struct gfr_pool *pool = NULL;
     struct gfr_rdma *server = NULL, *client = NULL;
@@ -628,17 +650,27 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     assert_int_equal(gfr_rdma_create(&opts, pool, &client), 0);
     model_addr(0, PORT, &srv_addr);
     model_addr(1, 0, &cli_addr);
-    assert_int_equal(gfr_rdma_listen(server, (struct sockaddr *)&srv_addr, 16, on_accept, run,
-                                     &listener),
+    conn_opts(&opts, seed, 0, &listener_opts);
+    assert_int_equal(gfr_rdma_listen(server, (struct sockaddr *)&srv_addr, 16, &listener_opts,
+                                     on_accept, run, &listener),
                      0);
+    /* an engine-wide option of its own is refused, before anything starts */
+    engine_wide = opts;
+    engine_wide.pollers = 2;
+    assert_int_equal(gfr_rdma_connect(client, (struct sockaddr *)&srv_addr,
+                                      (struct sockaddr *)&cli_addr, &engine_wide, &ops,
+                                      &run->clients[0], &run->clients[0].conn),
+                     -EINVAL);
     pthread_mutex_lock(&run->lock);
     run->hook_open = 1;
     for (unsigned c = 0; c < run->nclients; c++)
         run->clients[c] = (struct side){.run = run};
     pthread_mutex_unlock(&run->lock);
     for (unsigned c = 0; c < run->nclients; c++) {
-        err = gfr_rdma_connect(client, (struct sockaddr *)&srv_addr, (struct sockaddr *)&cli_addr,
-                               &ops, &run->clients[c], &run->clients[c].conn);
+        conn_opts(&opts, seed, c + 1, &client_opts[c]);
+        err = gfr_rdma_connect(client, (struct sockaddr *)&srv_addr,
+                               (struct sockaddr *)&cli_addr, &client_opts[c], &ops,
+                               &run->clients[c], &run->clients[c].conn);
         assert_int_equal(err, 0);
     }
     pthread_mutex_lock(&run->lock);
@@ -692,12 +724,12 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     if (findings || run->nproblems || getenv("GFR_MODEL_VERBOSE")) {
         print_message("model %s seed %llu: fault %s at work request %u on host %u (%s); "
                       "%u client connection(s), %u requests each, receive-queue=%s, "
-                      "credits=%u\n",
+                      "the listener's credits=%u rdma-depth=%u inline-max=%u\n",
                       model_profile_name(profile), (unsigned long long)seed,
                       model_fault_name(plan.fault), plan.at_post, plan.host,
                       faulted ? "injected" : "not reached", run->nclients, run->nreqs,
                       opts.receive_queue == GFR_RQ_SRQ ? "srq" : "per-connection",
-                      opts.credits);
+                      listener_opts.credits, listener_opts.rdma_depth, listener_opts.inline_max);
         if (run->nproblems)
             print_message("invariants broken (%u):\n%s", run->nproblems, run->problems);
         if (findings)

@@ -139,7 +139,7 @@ static void
 make_conn(struct test_conn *t, int dev, int port, int established)
 {
     memset(t, 0, sizeof(*t));
-    t->conn = gfr_rdma_conn_new(&engine, NULL);
+    t->conn = gfr_rdma_conn_new(&engine, &engine.opts, NULL);
     assert_non_null(t->conn);
     t->id.port_num = (uint8_t)port;
     t->conn->id = &t->id;

@@ -124,7 +124,7 @@ test_the_peer_starts_from_the_agreed_window(void **state)
     test_conn_reset();
     test_engine.opts.credits = 32;
     conn = test_conn_new(NULL, 32, GFR_CONN_CONNECTING);
-    gfr_rdma_conn_local_params(&test_engine, &peer);
+    gfr_rdma_conn_local_params(&test_engine.opts, &peer);
     peer.credits = 8;
 
     /* Two messages came before the parameters were applied. */

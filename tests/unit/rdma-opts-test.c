@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -225,6 +226,62 @@ test_set_and_check_follow_the_table_ranges(void **state)
     assert_int_equal(n, 21);
 }
 
+/* A valid value of info's option other than its default, as text. */
+static void
+another_value(const struct gfr_rdma_opt_info *info, char *text, size_t len)
+{
+    if (info->kind == GFR_OPT_NAME)
+        snprintf(text, len, "mlx5_0");
+    else if (info->kind == GFR_OPT_CHOICE)
+        snprintf(text, len, "%s",
+                 strcmp(info->choices[0], info->default_value) ? info->choices[0]
+                                                               : info->choices[1]);
+    else
+        snprintf(text, len, "%lld",
+                 atoll(info->default_value) == info->min ? info->max : info->min);
+}
+
+/*
+ * A connection may differ from its engine on exactly the options the table
+ * scopes to connections: every other one is named as the conflict, and
+ * inline-max only while receive buffers are shared (the shared queue has
+ * one buffer size).
+ */
+static void
+test_engine_conflicts_follow_the_scopes(void **state)
+{
+    const struct gfr_rdma_opt_info *info;
+    struct gfr_rdma_opts engine, conn;
+    char text[32];
+    size_t engine_wide = 0;
+
+    (void)state;
+    for (int per_conn_receives = 0; per_conn_receives <= 1; per_conn_receives++) {
+        for (size_t i = 0; (info = gfr_rdma_opt_info(i)); i++) {
+            int wide = info->scope == GFR_OPT_ENGINE ||
+                       (info->scope == GFR_OPT_ENGINE_IF_SHARED_RECEIVES && !per_conn_receives);
+
+            gfr_rdma_opts_init(&engine);
+            if (per_conn_receives)
+                assert_int_equal(gfr_rdma_opts_set(&engine, "receive-queue", "per-connection",
+                                                   NULL, 0), 0);
+            conn = engine;
+            assert_null(gfr_rdma_opts_engine_conflict(&engine, &conn));
+            another_value(info, text, sizeof(text));
+            assert_int_equal(gfr_rdma_opts_set(&conn, info->key, text, NULL, 0), 0);
+            if (wide) {
+                assert_string_equal(gfr_rdma_opts_engine_conflict(&engine, &conn), info->key);
+                engine_wide++;
+            } else {
+                assert_null(gfr_rdma_opts_engine_conflict(&engine, &conn));
+            }
+        }
+    }
+    /* poll-mode, spin-us, spin-max-us, pollers, dispatch, receive-queue,
+     * latency-stats twice; inline-max once */
+    assert_int_equal(engine_wide, 7 + 7 + 1);
+}
+
 int
 main(void)
 {
@@ -234,6 +291,7 @@ main(void)
         cmocka_unit_test(test_bad_values_name_the_option_and_the_range),
         cmocka_unit_test(test_relations_are_checked),
         cmocka_unit_test(test_set_and_check_follow_the_table_ranges),
+        cmocka_unit_test(test_engine_conflicts_follow_the_scopes),
     };
 
     return cmocka_run_group_tests_name("rdma-opts", tests, NULL, NULL);

@@ -277,8 +277,8 @@ test_a_reply_follows_the_last_write_posted(void **state)
                              .done = done};
 
     (void)state;
-    test_engine.opts.rdma_depth = 1;
-    test_engine.opts.segment_size = 64 << 10;
+    conn->opts.rdma_depth = 1;
+    conn->opts.segment_size = 64 << 10;
     peer_offered_write_list(conn, 9);
     assert_int_equal(gfr_rdma_submit(conn, &m), 0);
     assert_int_equal(fake_verbs.posts, 1);

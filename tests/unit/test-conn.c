@@ -53,7 +53,7 @@ test_conn_new(const struct sockaddr *peer, uint32_t credits, enum gfr_conn_state
         GFR_CONN_RESOLVING_ADDR, GFR_CONN_RESOLVING_ROUTE, GFR_CONN_CONNECTING,
         GFR_CONN_ESTABLISHED,
     };
-    struct gfr_rdma_conn *conn = gfr_rdma_conn_new(&test_engine, peer);
+    struct gfr_rdma_conn *conn = gfr_rdma_conn_new(&test_engine, &test_engine.opts, peer);
 
     assert_non_null(conn);
     conn->dev = &test_dev;
