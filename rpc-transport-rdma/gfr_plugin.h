@@ -38,7 +38,7 @@ GLFS_MSGID(RPC_TRANS_RDMA, GFR_MSG_BAD_OPTION, GFR_MSG_ENGINE, GFR_MSG_LISTEN_FA
            GFR_MSG_LISTENING, GFR_MSG_CONNECT_FAILED, GFR_MSG_DISCONNECTED,
            GFR_MSG_ACCEPT_FAILED, GFR_MSG_BAD_MESSAGE, GFR_MSG_SUBMIT_FAILED,
            GFR_MSG_NO_MEMORY, GFR_MSG_UNKNOWN_XID, GFR_MSG_RECONFIGURE, GFR_MSG_STATS,
-           GFR_MSG_WRONG_GLUSTERFS);
+           GFR_MSG_WRONG_GLUSTERFS, GFR_MSG_VOLUME_SECTION);
 
 /* What the volume options say (plugin-opts.c). */
 struct gfr_plugin_cfg {
@@ -48,6 +48,8 @@ struct gfr_plugin_cfg {
     uint16_t listen_port;
     int listen_backlog;
     uint16_t remote_port;    /* client, when connect is given port 0 */
+    char volume[256];        /* the transport's volume; "" when unknown */
+    unsigned section_line;   /* of its [volume] section in the node's file; 0: none */
 };
 
 enum gfr_trans_role {
@@ -103,11 +105,15 @@ struct gfr_trans {
  * exports it as `options`. */
 extern volume_option_t options[];
 /* Reads options (NULL: none) into cfg; what they leave out from the node's
- * file node_conf (NULL: none; node-conf.h; a missing file is normal), and
- * defaults for the rest.  Returns 0, or -errno with *why naming the option,
- * the value and what it accepts (and the file and line for the file's). */
-int gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *cfg,
-                        char *why, size_t why_len);
+ * file node_conf (NULL: none; node-conf.h; a missing file is normal), the
+ * section of the transport's volume first (transport.rdma.volume-name, or
+ * the volume of the translator xlator_name, NULL: none), and defaults for
+ * the rest.  Returns 0, or -errno with *why naming the option, the value
+ * and what it accepts (and the file and line for the file's); a section
+ * that sets an engine-wide option differently from the node is refused,
+ * whichever volume the transport serves. */
+int gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, const char *xlator_name,
+                        struct gfr_plugin_cfg *cfg, char *why, size_t why_len);
 
 /* plugin-listeners.c */
 void gfr_plugin_listeners_add(struct gfr_trans *priv);
@@ -116,8 +122,9 @@ void gfr_plugin_listeners_remove(struct gfr_trans *priv);
 void gfr_plugin_thread_exit(void *cb_arg);
 
 /* plugin-engine.c */
-/* A reference on the engine for these options, created with the process's
- * worker pool when none exists yet.  Any thread but an engine's own. */
+/* A reference on an engine whose connections may run by opts (the same on
+ * every engine-wide option), created with the process's worker pool when
+ * none exists yet.  Any thread but an engine's own. */
 int gfr_plugin_engine_get(const struct gfr_rdma_opts *opts, struct gfr_plugin_engine **engine);
 struct gfr_rdma *gfr_plugin_engine_rdma(struct gfr_plugin_engine *engine);
 void gfr_plugin_engine_ref(struct gfr_plugin_engine *engine);

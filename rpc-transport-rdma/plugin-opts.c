@@ -7,7 +7,10 @@
  * The engine's options appear as "transport.rdma.<engine key>" (lib/
  * rdma-opts.c parses the value), with the old transport's names as aliases
  * where they differ; GlusterFS renames an alias to key[0] when it validates.
- * The node's file (node-conf.h) gives the options a volfile leaves out.
+ * The node's file (node-conf.h) gives the options a volfile leaves out,
+ * its volume section's over its own; a section may not set an engine-wide
+ * option (gfr_rdma_opt_scope) differently, since a process's volumes share
+ * one engine.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +31,10 @@ volume_option_t options[] = {
                     "registered with glusterd as the brick's rdma port)."},
     {.key = {"transport.rdma.bind-address"}, .type = GF_OPTION_TYPE_INTERNET_ADDRESS,
      .description = "Address the brick listens on; default: every address."},
+    {.key = {"transport.rdma.volume-name"}, .type = GF_OPTION_TYPE_STR,
+     .description = "The volume whose [volume NAME] section of the node's file applies "
+                    "(volfile only); default: the volume glusterd's name for the "
+                    "translator gives (VOL-client-N, VOL-server)."},
     {.key = {"transport.address-family", "address-family"}, .type = GF_OPTION_TYPE_STR,
      .value = {"inet", "inet6"}, .default_value = "inet",
      .description = "inet (IPv4) or inet6 (IPv6) for listening and resolving remote-host."},
@@ -254,36 +261,52 @@ validate_file_value(struct why *out, const volume_option_t *opt, const char *val
     return ret;
 }
 
-int
-gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *cfg,
-                    char *why, size_t why_len)
+/* The defaults of the plugin's own options, the engine's. */
+static void
+cfg_defaults(struct gfr_plugin_cfg *cfg)
 {
-    struct why out = {why, why_len};
-    struct gfr_node_conf *node = NULL;
-    char engine_why[160], line_why[384];
-    int err = 0;
-
     memset(cfg, 0, sizeof(*cfg));
     gfr_rdma_opts_init(&cfg->engine);
     cfg->family = AF_INET;
     cfg->listen_port = GFR_DEFAULT_PORT;
     cfg->remote_port = GFR_DEFAULT_PORT;
     cfg->listen_backlog = 1024;
-    if (node_conf) {
-        err = gfr_node_conf_load(node_conf, options, &node, why, why_len);
-        if (err)
-            return err;
-    }
+}
+
+static int
+is_volume_name_option(const volume_option_t *opt)
+{
+    return strcmp(opt->key[0], "transport.rdma.volume-name") == 0;
+}
+
+/*
+ * cfg from dict (NULL: none) over the node's lines for volume (NULL: the
+ * node's own), over the defaults: 0, or -EINVAL with why naming the option
+ * and the value, and the file and line for the file's.
+ */
+static int
+read_options(dict_t *dict, const struct gfr_node_conf *node, const char *volume,
+             struct gfr_plugin_cfg *cfg, char *why, size_t why_len)
+{
+    struct why out = {why, why_len};
+    char engine_why[160], line_why[384];
+    int err = 0;
+
+    cfg_defaults(cfg);
     for (const volume_option_t *opt = options; opt->key[0] && !err; opt++) {
         const char *value = dict ? lookup(dict, opt) : NULL;
         struct why at_line = {line_why, sizeof(line_why)};
         unsigned line = 0;
 
         if (!value)
-            value = gfr_node_conf_value(node, opt, &line);
+            value = gfr_node_conf_value(node, volume, opt, &line);
         if (!value)
             continue;
-        if (line)
+        if (line && is_volume_name_option(opt))
+            err = bad(&at_line, opt->key[0], value,
+                      "it names a transport's volume in a volfile; in this file, a "
+                      "[volume NAME] header does");
+        if (!err && line)
             err = validate_file_value(&at_line, opt, value);
         if (!err)
             err = is_engine_option(opt)
@@ -293,13 +316,107 @@ gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, struct gfr_plugin_cfg *
             snprintf(why, why_len, "%s line %u: %s", gfr_node_conf_path(node), line,
                      line_why);
     }
-    gfr_node_conf_free(node);
     if (err)
         return err;
     if (gfr_rdma_opts_check(&cfg->engine, engine_why, sizeof(engine_why)) != 0) {
-        snprintf(why, why_len, "the transport.rdma options do not fit together: %s",
-                 engine_why);
+        unsigned line = gfr_node_conf_section_line(node, volume);
+
+        if (line)
+            snprintf(why, why_len,
+                     "%s line %u: the transport.rdma options of [volume %s] do not fit "
+                     "together: %s",
+                     gfr_node_conf_path(node), line, volume, engine_why);
+        else
+            snprintf(why, why_len, "the transport.rdma options do not fit together: %s",
+                     engine_why);
         return -EINVAL;
     }
     return 0;
+}
+
+/* A section's engine-wide option that differs from the node's: -EINVAL
+ * with why naming the file, the line and the reason; otherwise 0. */
+static int
+refuse_engine_wide(const struct gfr_node_conf *node, const char *volume,
+                   const struct gfr_plugin_cfg *base, const struct gfr_plugin_cfg *vol,
+                   char *why, size_t why_len)
+{
+    const char *engine_key = gfr_rdma_opts_engine_conflict(&base->engine, &vol->engine);
+    const char *value, *node_value = NULL;
+    unsigned line = 0;
+
+    if (!engine_key)
+        return 0;
+    for (const volume_option_t *opt = options; opt->key[0]; opt++) {
+        if (strncmp(opt->key[0], ENGINE_PREFIX, strlen(ENGINE_PREFIX)) != 0 ||
+            strcmp(opt->key[0] + strlen(ENGINE_PREFIX), engine_key) != 0)
+            continue;
+        value = gfr_node_conf_value(node, volume, opt, &line);
+        node_value = gfr_node_conf_value(node, NULL, opt, NULL);
+        snprintf(why, why_len,
+                 "%s line %u: [volume %s] sets %s = %s, but it is %s for the node: "
+                 "every volume a process serves shares it (its pollers, its dispatch, "
+                 "its shared receive buffers), so it is set before the first section",
+                 gfr_node_conf_path(node), line, volume, opt->key[0], value ? value : "?",
+                 node_value ? node_value : opt->default_value);
+        return -EINVAL;
+    }
+    snprintf(why, why_len, "%s: [volume %s] sets %s differently from the node",
+             gfr_node_conf_path(node), volume, engine_key);
+    return -EINVAL;
+}
+
+/* Every section read against the node's lines, so that a bad one fails
+ * every transport's start, not only its volume's. */
+static int
+check_sections(const struct gfr_node_conf *node, char *why, size_t why_len)
+{
+    struct gfr_plugin_cfg base, vol;
+    const char *volume;
+    int err = read_options(NULL, node, NULL, &base, why, why_len);
+
+    for (size_t i = 0; !err && (volume = gfr_node_conf_volume(node, i)); i++) {
+        err = read_options(NULL, node, volume, &vol, why, why_len);
+        if (!err)
+            err = refuse_engine_wide(node, volume, &base, &vol, why, why_len);
+    }
+    return err;
+}
+
+/* The transport's volume (len bytes): the volfile's volume-name, or the
+ * one the translator's name gives; "" for none. */
+static void
+find_volume(dict_t *dict, const char *xlator_name, char *volume, size_t len)
+{
+    char *named = NULL;
+
+    if (dict && dict_get_str(dict, "transport.rdma.volume-name", &named) == 0 && named)
+        snprintf(volume, len, "%s", named);
+    else if (gfr_node_conf_volume_of(xlator_name, volume, len) != 0)
+        volume[0] = '\0';
+}
+
+int
+gfr_plugin_cfg_read(dict_t *dict, const char *node_conf, const char *xlator_name,
+                    struct gfr_plugin_cfg *cfg, char *why, size_t why_len)
+{
+    struct gfr_node_conf *node = NULL;
+    char volume[sizeof(cfg->volume)];
+    int err = 0;
+
+    if (node_conf) {
+        err = gfr_node_conf_load(node_conf, options, &node, why, why_len);
+        if (err)
+            return err;
+    }
+    find_volume(dict, xlator_name, volume, sizeof(volume));
+    err = check_sections(node, why, why_len);
+    if (!err)
+        err = read_options(dict, node, volume[0] ? volume : NULL, cfg, why, why_len);
+    if (!err) {
+        snprintf(cfg->volume, sizeof(cfg->volume), "%s", volume);
+        cfg->section_line = gfr_node_conf_section_line(node, volume);
+    }
+    gfr_node_conf_free(node);
+    return err;
 }

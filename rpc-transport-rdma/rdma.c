@@ -29,6 +29,16 @@ struct rpc_transport_ops tops = {
     .throttle = gfr_plugin_throttle,
 };
 
+/* The translator the transport serves (rpc_transport_load sets xl before
+ * init), or NULL. */
+static const char *
+xlator_name(const rpc_transport_t *this)
+{
+    const xlator_t *xl = this->xl;
+
+    return xl ? xl->name : NULL;
+}
+
 int32_t
 init(rpc_transport_t *this)
 {
@@ -45,11 +55,16 @@ init(rpc_transport_t *this)
         gf_msg(this->name, GF_LOG_ERROR, ENOMEM, GFR_MSG_NO_MEMORY, "no memory");
         return -1;
     }
-    if (gfr_plugin_cfg_read(this->options, GFR_NODE_CONF, &priv->cfg, why, sizeof(why)) != 0) {
+    if (gfr_plugin_cfg_read(this->options, GFR_NODE_CONF, xlator_name(this), &priv->cfg, why,
+                            sizeof(why)) != 0) {
         gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);
         free(priv);
         return -1;
     }
+    if (priv->cfg.section_line)
+        gf_msg(this->name, GF_LOG_INFO, 0, GFR_MSG_VOLUME_SECTION,
+               "the options of [volume %s] in %s (line %u) apply", priv->cfg.volume,
+               GFR_NODE_CONF, priv->cfg.section_line);
     priv->trans = this;
     priv->role = GFR_TRANS_NEW;
     pthread_mutex_init(&priv->lock, NULL);
@@ -88,7 +103,8 @@ reconfigure(rpc_transport_t *this, dict_t *dict)
     struct gfr_plugin_cfg cfg;
     char why[512]; /* as init's: the node file's path and line come first */
 
-    if (gfr_plugin_cfg_read(dict, GFR_NODE_CONF, &cfg, why, sizeof(why)) != 0) {
+    if (gfr_plugin_cfg_read(dict, GFR_NODE_CONF, xlator_name(this), &cfg, why,
+                            sizeof(why)) != 0) {
         gf_msg(this->name, GF_LOG_ERROR, EINVAL, GFR_MSG_BAD_OPTION, "%s", why);
         return -1;
     }

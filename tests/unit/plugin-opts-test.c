@@ -22,6 +22,7 @@
 #include <glusterfs/api/glfs.h>
 
 #include "gfr_plugin.h"
+#include "node-conf.h"
 
 static glfs_t *fs;
 
@@ -64,7 +65,7 @@ test_table_defaults_are_the_engines(void **state)
     for (volume_option_t *opt = options; opt->key[0]; opt++)
         if (opt->default_value)
             assert_int_equal(dict_set_str(d, (char *)opt->key[0], opt->default_value), 0);
-    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, NULL, &cfg, why, sizeof(why)), 0);
     gfr_rdma_opts_init(&want);
     assert_memory_equal(&cfg.engine, &want, sizeof(want));
     assert_int_equal(cfg.listen_port, 24008);
@@ -73,7 +74,7 @@ test_table_defaults_are_the_engines(void **state)
     dict_unref(d);
 
     /* and an empty dict gives the same */
-    assert_int_equal(gfr_plugin_cfg_read(NULL, NULL, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, NULL, NULL, &cfg, why, sizeof(why)), 0);
     assert_memory_equal(&cfg.engine, &want, sizeof(want));
 }
 
@@ -117,7 +118,7 @@ type_for(enum gfr_rdma_opt_kind kind)
  * against its own (lib/pure/rdma-opts.c): every engine option must appear in the
  * plugin's with the same type, range, choices and default, and every
  * "transport.rdma." option of the plugin's is the engine's or one of the
- * plugin's own two.
+ * plugin's own three.
  */
 static void
 test_the_table_repeats_the_engines_options(void **state)
@@ -159,7 +160,7 @@ test_the_table_repeats_the_engines_options(void **state)
             continue;
         dict_t *d = dict_of(kv);
 
-        assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), 0);
+        assert_int_equal(gfr_plugin_cfg_read(d, NULL, NULL, &cfg, why, sizeof(why)), 0);
         if (memcmp(&cfg.engine, &want, sizeof(want)) != 0)
             fail_msg("%s: default %s in options[] is not the engine's %s", opt->key[0],
                      opt->default_value, info->default_value);
@@ -168,7 +169,8 @@ test_the_table_repeats_the_engines_options(void **state)
     for (const volume_option_t *opt = options; opt->key[0]; opt++)
         if (strncmp(opt->key[0], "transport.rdma.", 15) == 0 && !engine_option(opt->key[0]) &&
             strcmp(opt->key[0], "transport.rdma.listen-port") != 0 &&
-            strcmp(opt->key[0], "transport.rdma.bind-address") != 0)
+            strcmp(opt->key[0], "transport.rdma.bind-address") != 0 &&
+            strcmp(opt->key[0], "transport.rdma.volume-name") != 0)
             fail_msg("%s in options[] is no engine option", opt->key[0]);
 }
 
@@ -191,7 +193,7 @@ test_values_aliases_and_sizes_reach_the_engine(void **state)
     dict_t *d = dict_of(kv);
 
     (void)state;
-    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, NULL, &cfg, why, sizeof(why)), 0);
     assert_string_equal(cfg.engine.device, "rxe0");
     assert_int_equal(cfg.engine.qp_timeout, 20);
     assert_int_equal(cfg.engine.inline_max, 16384);
@@ -212,7 +214,7 @@ expect_bad(const char *key, const char *value, const char *accepted)
     char named[128], why[256];
     dict_t *d = dict_of(kv);
 
-    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), -EINVAL);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, NULL, &cfg, why, sizeof(why)), -EINVAL);
     snprintf(named, sizeof(named), "%s=%s", key, value);
     if (!strstr(why, named) || !strstr(why, accepted))
         fail_msg("'%s' does not name %s and '%s'", why, named, accepted);
@@ -242,7 +244,7 @@ test_options_that_do_not_fit_together_are_refused(void **state)
     dict_t *d = dict_of(kv);
 
     (void)state;
-    assert_int_equal(gfr_plugin_cfg_read(d, NULL, &cfg, why, sizeof(why)), -EINVAL);
+    assert_int_equal(gfr_plugin_cfg_read(d, NULL, NULL, &cfg, why, sizeof(why)), -EINVAL);
     assert_non_null(strstr(why, "do not fit together"));
     assert_non_null(strstr(why, "max-msg"));
     dict_unref(d);
@@ -320,12 +322,12 @@ test_node_file_fills_what_the_volfile_leaves_out(void **state)
     dict_t *d = dict_of(kv);
 
     (void)state;
-    assert_int_equal(gfr_plugin_cfg_read(d, path, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(d, path, NULL, &cfg, why, sizeof(why)), 0);
     assert_int_equal(cfg.engine.poll_mode, GFR_POLL_EVENT);
     assert_string_equal(cfg.engine.device, "rxe1");
     assert_int_equal(cfg.engine.inline_max, 8192);
     assert_int_equal(cfg.remote_port, 24444);
-    assert_int_equal(gfr_plugin_cfg_read(NULL, path, &cfg, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, NULL, &cfg, why, sizeof(why)), 0);
     assert_int_equal(cfg.engine.poll_mode, GFR_POLL_BUSY);
     dict_unref(d);
     node_file_remove(path);
@@ -338,10 +340,10 @@ test_no_node_file_is_normal(void **state)
     char why[256];
 
     (void)state;
-    assert_int_equal(gfr_plugin_cfg_read(NULL, "/nonexistent/rdma.conf", &cfg, why,
+    assert_int_equal(gfr_plugin_cfg_read(NULL, "/nonexistent/rdma.conf", NULL, &cfg, why,
                                          sizeof(why)),
                      0);
-    assert_int_equal(gfr_plugin_cfg_read(NULL, NULL, &plain, why, sizeof(why)), 0);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, NULL, NULL, &plain, why, sizeof(why)), 0);
     assert_memory_equal(&cfg, &plain, sizeof(cfg));
 }
 
@@ -353,7 +355,7 @@ expect_bad_file(const char *text, const char *const *want)
     struct gfr_plugin_cfg cfg;
     char why[512];
 
-    assert_int_equal(gfr_plugin_cfg_read(NULL, path, &cfg, why, sizeof(why)), -EINVAL);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, NULL, &cfg, why, sizeof(why)), -EINVAL);
     if (!strstr(why, path))
         fail_msg("'%s' does not name the file %s", why, path);
     for (; *want; want++)
@@ -388,6 +390,146 @@ test_bad_node_file_lines_are_refused_by_file_and_line(void **state)
                     (const char *const[]){"line 1", "at most 63", NULL});
 }
 
+/* A volume's section over the node's lines, for that volume's transports
+ * only, found by the translator's name or the volfile's volume-name; the
+ * volfile still wins. */
+static void
+test_a_volume_section_overrides_the_node_for_its_volume(void **state)
+{
+    const char *path = node_file("transport.rdma.credits = 32\n"
+                                 "transport.rdma.keepalive-ms = 3000\n"
+                                 "transport.rdma.pollers = 2\n"
+                                 "\n"
+                                 "[volume fast]\n"
+                                 "transport.rdma.credits = 128\n"
+                                 "transport.rdma.pollers = 2\n"
+                                 "  [ volume  slow-1 ]  \n"
+                                 "transport.rdma.rdma-depth = 1\n"
+                                 "transport.rdma.connect-timeout-ms = 20000\n");
+    static const char *const named[] = {"transport.rdma.volume-name", "fast", NULL};
+    static const char *const wins[] = {"transport.rdma.credits", "16", NULL};
+    struct gfr_plugin_cfg cfg;
+    char why[512];
+    dict_t *d;
+
+    (void)state;
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, "fast-client-0", &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.credits, 128);
+    assert_int_equal(cfg.engine.keepalive_ms, 3000); /* the node's, not set in the section */
+    assert_int_equal(cfg.engine.rdma_depth, 4);      /* another section's */
+    assert_string_equal(cfg.volume, "fast");
+    assert_int_equal(cfg.section_line, 5);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, "fast-server", &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.credits, 128);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, "slow-1-client-3", &cfg, why, sizeof(why)),
+                     0);
+    assert_int_equal(cfg.engine.credits, 32);
+    assert_int_equal(cfg.engine.rdma_depth, 1);
+    assert_int_equal(cfg.engine.connect_timeout_ms, 20000);
+    assert_int_equal(cfg.section_line, 8);
+    /* a volume without a section, a translator of no volume */
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, "other-client-0", &cfg, why, sizeof(why)),
+                     0);
+    assert_int_equal(cfg.engine.credits, 32);
+    assert_string_equal(cfg.volume, "other");
+    assert_int_equal(cfg.section_line, 0);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, "management", &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.credits, 32);
+    assert_string_equal(cfg.volume, "");
+    /* a hand-written volfile names its volume */
+    d = dict_of(named);
+    assert_int_equal(gfr_plugin_cfg_read(d, path, "my-client", &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.credits, 128);
+    dict_unref(d);
+    d = dict_of(wins);
+    assert_int_equal(gfr_plugin_cfg_read(d, path, "fast-client-0", &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.credits, 16);
+    dict_unref(d);
+    node_file_remove(path);
+}
+
+/* inline-max sizes the device's shared receive buffers: a section may set
+ * it only where the node's receive buffers are each connection's own. */
+static void
+test_inline_max_is_a_volumes_only_with_its_own_receive_buffers(void **state)
+{
+    const char *path = node_file("transport.rdma.receive-queue = per-connection\n"
+                                 "[volume big]\n"
+                                 "transport.rdma.inline-max = 64KB\n");
+    struct gfr_plugin_cfg cfg;
+    char why[512];
+
+    (void)state;
+    assert_int_equal(gfr_plugin_cfg_read(NULL, path, "big-server", &cfg, why, sizeof(why)), 0);
+    assert_int_equal(cfg.engine.inline_max, 64 << 10);
+    node_file_remove(path);
+    expect_bad_file("[volume big]\ntransport.rdma.inline-max = 64KB\n",
+                    (const char *const[]){"line 2", "[volume big]", "inline-max = 64KB",
+                                          "8KB for the node", "before the first section",
+                                          NULL});
+}
+
+static void
+test_bad_sections_are_refused_by_file_and_line(void **state)
+{
+    (void)state;
+    expect_bad_file("transport.rdma.pollers = 1\n[volume v]\ntransport.rdma.pollers = 4\n",
+                    (const char *const[]){"line 3", "[volume v]",
+                                          "transport.rdma.pollers = 4", "it is 1 for the node",
+                                          "shares it", NULL});
+    expect_bad_file("[volume v]\n\ntransport.rdma.poll-mode = busy\n",
+                    (const char *const[]){"line 3", "transport.rdma.poll-mode = busy",
+                                          "adaptive for the node", NULL});
+    expect_bad_file("[volume v]\ntransport.rdma.dispatch = pool\n",
+                    (const char *const[]){"line 2", "dispatch", NULL});
+    expect_bad_file("[volume v]\ntransport.rdma.credit = 8\n",
+                    (const char *const[]){"line 2", "'transport.rdma.credit' is no option",
+                                          NULL});
+    expect_bad_file("[volume v]\ntransport.rdma.credits = 1\n",
+                    (const char *const[]){"line 2", "transport.rdma.credits=1", NULL});
+    expect_bad_file("[volume v]\ntransport.rdma.credits = 8\ntransport.rdma.credits = 9\n",
+                    (const char *const[]){"line 3", "set again (first on line 2)", NULL});
+    expect_bad_file("[volume v]\n[volume w]\n[volume v]\n",
+                    (const char *const[]){"line 3", "[volume v] again (first on line 1)", NULL});
+    expect_bad_file("[volume]\n", (const char *const[]){"line 1", "'[volume NAME]'", NULL});
+    expect_bad_file("[volume a b]\n", (const char *const[]){"line 1", "'[volume NAME]'", NULL});
+    expect_bad_file("\n[brick v]\n", (const char *const[]){"line 2", "'[volume NAME]'", NULL});
+    expect_bad_file("[volume v\n", (const char *const[]){"line 1", "'[volume NAME]'", NULL});
+    expect_bad_file("[volume v]\ntransport.rdma.volume-name = w\n",
+                    (const char *const[]){"line 2", "volume-name", "[volume NAME] header",
+                                          NULL});
+    expect_bad_file("[volume v]\ntransport.rdma.max-msg = 4KB\n",
+                    (const char *const[]){"line 1", "of [volume v]", "max-msg", NULL});
+}
+
+static void
+test_the_volume_follows_glusterds_translator_names(void **state)
+{
+    static const struct {
+        const char *xlator, *volume;
+    } cases[] = {
+        {"v-client-0", "v"},         {"my-vol-client-12", "my-vol"}, {"v-ta-3", "v"},
+        {"v-snapd-client", "v"},     {"v-server", "v"},              {"a-server-server", "a-server"},
+        {"v-client-1-client-2", "v-client-1"},
+    };
+    static const char *const none[] = {"management", "v-client-", "v-client-x", "-server",
+                                       "-client-0", "client-0", "v", ""};
+    char volume[16];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(gfr_node_conf_volume_of(cases[i].xlator, volume, sizeof(volume)), 0);
+        assert_string_equal(volume, cases[i].volume);
+    }
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+        if (gfr_node_conf_volume_of(none[i], volume, sizeof(volume)) != -ENOENT)
+            fail_msg("'%s' gave a volume", none[i]);
+    assert_int_equal(gfr_node_conf_volume_of(NULL, volume, sizeof(volume)), -ENOENT);
+    assert_int_equal(gfr_node_conf_volume_of("a-volume-name-too-long-client-0", volume,
+                                             sizeof(volume)),
+                     -ENAMETOOLONG);
+}
+
 static void
 test_unreadable_node_file_is_refused(void **state)
 {
@@ -398,7 +540,7 @@ test_unreadable_node_file_is_refused(void **state)
     (void)state;
     assert_non_null(mkdtemp(dir));
     /* a directory where the file should be: fopen works, reading fails */
-    assert_int_equal(gfr_plugin_cfg_read(NULL, dir, &cfg, why, sizeof(why)), -EISDIR);
+    assert_int_equal(gfr_plugin_cfg_read(NULL, dir, NULL, &cfg, why, sizeof(why)), -EISDIR);
     assert_non_null(strstr(why, dir));
     assert_non_null(strstr(why, "cannot be read"));
     assert_int_equal(rmdir(dir), 0);
@@ -417,6 +559,10 @@ main(void)
         cmocka_unit_test(test_node_file_fills_what_the_volfile_leaves_out),
         cmocka_unit_test(test_no_node_file_is_normal),
         cmocka_unit_test(test_bad_node_file_lines_are_refused_by_file_and_line),
+        cmocka_unit_test(test_a_volume_section_overrides_the_node_for_its_volume),
+        cmocka_unit_test(test_inline_max_is_a_volumes_only_with_its_own_receive_buffers),
+        cmocka_unit_test(test_bad_sections_are_refused_by_file_and_line),
+        cmocka_unit_test(test_the_volume_follows_glusterds_translator_names),
         cmocka_unit_test(test_unreadable_node_file_is_refused),
     };
 
