@@ -7,10 +7,11 @@
  * engine (one CM thread, one set of pollers per device), each connection
  * running by its own transport's options otherwise; the node's file
  * (node-conf.h) refuses volume sections that would split a process's
- * engine, so a process normally has exactly one.  The pool is created with the first engine and destroyed
- * after the last.  Engine and pool threads run GlusterFS code (notify), so
- * the last reference may be dropped on one of them; destruction then runs
- * on a detached thread, since neither can join its own threads.
+ * engine, so a process normally has exactly one.  The pool is created
+ * with the first engine and destroyed after the last.  Engine and pool
+ * threads run GlusterFS code (notify), so the last reference may be
+ * dropped on one of them; destruction then runs on a detached thread,
+ * since neither can join its own threads.
  *
  * The engine's diagnostics go to GlusterFS's log (gf_msg) from the first
  * engine on.

@@ -261,16 +261,21 @@ validate_file_value(struct why *out, const volume_option_t *opt, const char *val
     return ret;
 }
 
-/* The defaults of the plugin's own options, the engine's. */
+/* The defaults of the plugin's own options, the engine's.  Copied whole
+ * from a static object, padding zeroed, so that settings compare with
+ * memcmp. */
 static void
 cfg_defaults(struct gfr_plugin_cfg *cfg)
 {
-    memset(cfg, 0, sizeof(*cfg));
+    static const struct gfr_plugin_cfg plugin_defaults = {
+        .family = AF_INET,
+        .listen_port = GFR_DEFAULT_PORT,
+        .remote_port = GFR_DEFAULT_PORT,
+        .listen_backlog = 1024,
+    };
+
+    memcpy(cfg, &plugin_defaults, sizeof(*cfg));
     gfr_rdma_opts_init(&cfg->engine);
-    cfg->family = AF_INET;
-    cfg->listen_port = GFR_DEFAULT_PORT;
-    cfg->remote_port = GFR_DEFAULT_PORT;
-    cfg->listen_backlog = 1024;
 }
 
 static int

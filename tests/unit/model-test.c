@@ -4,9 +4,9 @@
  * (verbs-model.h) under each provider profile, one seed after another.
  * Each seed draws the options (receive queue, credits, keepalive; and
  * each connection's own credits, rdma-depth and, with receive buffers of
- * its own, inline size), the connections, the requests (sizes, reply buffers, reply sizes) and one fault (none, a
- * QP error, port down, device removal, a peer that disconnects) at a
- * random work request; the model draws the fabric's order and delays.
+ * its own, inline size), the connections, the requests (sizes, reply
+ * buffers, reply sizes) and one fault (none, a QP error, port down, device
+ * removal, a peer that disconnects) at a random work request; the model draws the fabric's order and delays.
  *
  * After every seed, the invariants:
  * - every request the engine took completes exactly once, before its

@@ -364,30 +364,45 @@ expect_bad_file(const char *text, const char *const *want)
     node_file_remove(path);
 }
 
+/* A node file and what the message refusing it must say. */
+struct bad_file {
+    const char *text;
+    const char *want[6]; /* NULL-terminated */
+};
+
+static void
+expect_bad_files(const struct bad_file *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_bad_file(cases[i].text, cases[i].want);
+}
+
 static void
 test_bad_node_file_lines_are_refused_by_file_and_line(void **state)
 {
+    static const struct bad_file cases[] = {
+        {"# ok\ntransport.rdma.poll-mode = spin\n",
+         {"line 2", "transport.rdma.poll-mode=spin", "busy", "adaptive", "event"}},
+        {"transport.rdma.pollers = 0\n",
+         {"line 1", "transport.rdma.pollers=0"}},
+        {"remote-port = 70000\n",
+         {"line 1", "remote-port=70000"}},
+        {"\ntransport.rdma.poll-mod = busy\n",
+         {"line 2", "'transport.rdma.poll-mod' is no option"}},
+        {"transport.rdma.poll-mode busy\n",
+         {"line 1", "not 'key = value'"}},
+        {"transport.rdma.spin-us =\n",
+         {"line 1", "has no value"}},
+        {"transport.rdma.device = rxe0\ntransport.rdma.device-name = rxe1\n",
+         {"line 2", "set again (first on line 1)"}},
+        /* a value GlusterFS's validation passes but the engine refuses */
+        {"transport.rdma.device = a-device-name-longer-than-sixty-three-"
+         "characters-is-refused-here\n",
+         {"line 1", "at most 63"}},
+    };
+
     (void)state;
-    expect_bad_file("# ok\ntransport.rdma.poll-mode = spin\n",
-                    (const char *const[]){"line 2", "transport.rdma.poll-mode=spin",
-                                          "busy", "adaptive", "event", NULL});
-    expect_bad_file("transport.rdma.pollers = 0\n",
-                    (const char *const[]){"line 1", "transport.rdma.pollers=0", NULL});
-    expect_bad_file("remote-port = 70000\n",
-                    (const char *const[]){"line 1", "remote-port=70000", NULL});
-    expect_bad_file("\ntransport.rdma.poll-mod = busy\n",
-                    (const char *const[]){"line 2", "'transport.rdma.poll-mod' is no option",
-                                          NULL});
-    expect_bad_file("transport.rdma.poll-mode busy\n",
-                    (const char *const[]){"line 1", "not 'key = value'", NULL});
-    expect_bad_file("transport.rdma.spin-us =\n",
-                    (const char *const[]){"line 1", "has no value", NULL});
-    expect_bad_file("transport.rdma.device = rxe0\ntransport.rdma.device-name = rxe1\n",
-                    (const char *const[]){"line 2", "set again (first on line 1)", NULL});
-    /* values GlusterFS's validation passes but the engine refuses */
-    expect_bad_file("transport.rdma.device = a-device-name-longer-than-sixty-three-"
-                    "characters-is-refused-here\n",
-                    (const char *const[]){"line 1", "at most 63", NULL});
+    expect_bad_files(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* A volume's section over the node's lines, for that volume's transports
@@ -472,34 +487,38 @@ test_inline_max_is_a_volumes_only_with_its_own_receive_buffers(void **state)
 static void
 test_bad_sections_are_refused_by_file_and_line(void **state)
 {
+    static const struct bad_file cases[] = {
+        {"transport.rdma.pollers = 1\n[volume v]\ntransport.rdma.pollers = 4\n",
+         {"line 3", "[volume v]", "transport.rdma.pollers = 4", "it is 1 for the node",
+          "shares it"}},
+        {"[volume v]\n\ntransport.rdma.poll-mode = busy\n",
+         {"line 3", "transport.rdma.poll-mode = busy", "adaptive for the node"}},
+        {"[volume v]\ntransport.rdma.dispatch = pool\n",
+         {"line 2", "dispatch"}},
+        {"[volume v]\ntransport.rdma.credit = 8\n",
+         {"line 2", "'transport.rdma.credit' is no option"}},
+        {"[volume v]\ntransport.rdma.credits = 1\n",
+         {"line 2", "transport.rdma.credits=1"}},
+        {"[volume v]\ntransport.rdma.credits = 8\ntransport.rdma.credits = 9\n",
+         {"line 3", "set again (first on line 2)"}},
+        {"[volume v]\n[volume w]\n[volume v]\n",
+         {"line 3", "[volume v] again (first on line 1)"}},
+        {"[volume]\n",
+         {"line 1", "'[volume NAME]'"}},
+        {"[volume a b]\n",
+         {"line 1", "'[volume NAME]'"}},
+        {"\n[brick v]\n",
+         {"line 2", "'[volume NAME]'"}},
+        {"[volume v\n",
+         {"line 1", "'[volume NAME]'"}},
+        {"[volume v]\ntransport.rdma.volume-name = w\n",
+         {"line 2", "volume-name", "[volume NAME] header"}},
+        {"[volume v]\ntransport.rdma.max-msg = 4KB\n",
+         {"line 1", "of [volume v]", "max-msg"}},
+    };
+
     (void)state;
-    expect_bad_file("transport.rdma.pollers = 1\n[volume v]\ntransport.rdma.pollers = 4\n",
-                    (const char *const[]){"line 3", "[volume v]",
-                                          "transport.rdma.pollers = 4", "it is 1 for the node",
-                                          "shares it", NULL});
-    expect_bad_file("[volume v]\n\ntransport.rdma.poll-mode = busy\n",
-                    (const char *const[]){"line 3", "transport.rdma.poll-mode = busy",
-                                          "adaptive for the node", NULL});
-    expect_bad_file("[volume v]\ntransport.rdma.dispatch = pool\n",
-                    (const char *const[]){"line 2", "dispatch", NULL});
-    expect_bad_file("[volume v]\ntransport.rdma.credit = 8\n",
-                    (const char *const[]){"line 2", "'transport.rdma.credit' is no option",
-                                          NULL});
-    expect_bad_file("[volume v]\ntransport.rdma.credits = 1\n",
-                    (const char *const[]){"line 2", "transport.rdma.credits=1", NULL});
-    expect_bad_file("[volume v]\ntransport.rdma.credits = 8\ntransport.rdma.credits = 9\n",
-                    (const char *const[]){"line 3", "set again (first on line 2)", NULL});
-    expect_bad_file("[volume v]\n[volume w]\n[volume v]\n",
-                    (const char *const[]){"line 3", "[volume v] again (first on line 1)", NULL});
-    expect_bad_file("[volume]\n", (const char *const[]){"line 1", "'[volume NAME]'", NULL});
-    expect_bad_file("[volume a b]\n", (const char *const[]){"line 1", "'[volume NAME]'", NULL});
-    expect_bad_file("\n[brick v]\n", (const char *const[]){"line 2", "'[volume NAME]'", NULL});
-    expect_bad_file("[volume v\n", (const char *const[]){"line 1", "'[volume NAME]'", NULL});
-    expect_bad_file("[volume v]\ntransport.rdma.volume-name = w\n",
-                    (const char *const[]){"line 2", "volume-name", "[volume NAME] header",
-                                          NULL});
-    expect_bad_file("[volume v]\ntransport.rdma.max-msg = 4KB\n",
-                    (const char *const[]){"line 1", "of [volume v]", "max-msg", NULL});
+    expect_bad_files(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 static void
@@ -508,8 +527,12 @@ test_the_volume_follows_glusterds_translator_names(void **state)
     static const struct {
         const char *xlator, *volume;
     } cases[] = {
-        {"v-client-0", "v"},         {"my-vol-client-12", "my-vol"}, {"v-ta-3", "v"},
-        {"v-snapd-client", "v"},     {"v-server", "v"},              {"a-server-server", "a-server"},
+        {"v-client-0", "v"},
+        {"my-vol-client-12", "my-vol"},
+        {"v-ta-3", "v"},
+        {"v-snapd-client", "v"},
+        {"v-server", "v"},
+        {"a-server-server", "a-server"},
         {"v-client-1-client-2", "v-client-1"},
     };
     static const char *const none[] = {"management", "v-client-", "v-client-x", "-server",
