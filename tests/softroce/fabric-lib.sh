@@ -342,6 +342,82 @@ fabric_routes() {
 		ip -6 addr replace fd99::2/128 dev veth1 nodad
 }
 
+# The second rail (docs/multi-rail.md, "Test fabric"): veth2 (10.99.1.1)
+# and veth3 (10.99.1.2), device $fabric_dev2 on veth2 and $fabric_dev3 on
+# veth3, routed as fabric-up routes the first pair, so that traffic
+# between the two addresses crosses veth2/veth3 and no other link.  Only
+# the tests of several rails build it (fabric_rails_up), and they take it
+# down again on exit (fabric_rails_down): every other test expects one
+# device on each end.  Not with GFR_HOSTS=1.
+GFR_SERVER_ADDR2=10.99.1.1
+GFR_CLIENT_ADDR2=10.99.1.2
+fabric_dev2=${fabric_provider:-rxe}2
+fabric_dev3=${fabric_provider:-rxe}3
+
+# fabric_rails_routes: the second rail's neighbour entries and its routes
+# in tables 102 and 103 (as fabric_routes for the first).  Idempotent.
+fabric_rails_routes() {
+	ip neigh replace 10.99.1.2 lladdr "$(cat /sys/class/net/veth3/address)" \
+		dev veth2 nud permanent &&
+		ip neigh replace 10.99.1.1 lladdr "$(cat /sys/class/net/veth2/address)" \
+			dev veth3 nud permanent &&
+		ip route replace 10.99.1.2/32 dev veth2 src 10.99.1.1 table 102 &&
+		ip route replace 10.99.1.1/32 dev veth3 src 10.99.1.2 table 103
+}
+
+# fabric_rails_up: builds the second rail and waits for both its ports to
+# be ACTIVE (5 s); 0, or 1 with what failed said.
+fabric_rails_up() {
+	local dev conf state i
+	if hosts_mode; then
+		echo "fabric_rails_up: not with GFR_HOSTS=1 (the hosts' own rails are theirs)"
+		return 1
+	fi
+	ip link show veth2 >/dev/null 2>&1 ||
+		ip link add veth2 type veth peer name veth3 || { echo "fabric_rails_up: cannot create veth2/veth3"; return 1; }
+	ip addr replace 10.99.1.1/24 dev veth2 && ip addr replace 10.99.1.2/24 dev veth3 ||
+		{ echo "fabric_rails_up: cannot address veth2/veth3"; return 1; }
+	for dev in veth2 veth3; do
+		ip link set "$dev" mtu 9000 && ip link set "$dev" up ||
+			{ echo "fabric_rails_up: cannot bring $dev up with MTU 9000"; return 1; }
+		echo 1 >"/proc/sys/net/ipv4/conf/$dev/accept_local"
+		echo 0 >"/proc/sys/net/ipv4/conf/$dev/rp_filter"
+	done
+	ip rule show | grep -q "lookup 102" || ip rule add pref 12 iif lo to 10.99.1.2 lookup 102
+	ip rule show | grep -q "lookup 103" || ip rule add pref 13 iif lo to 10.99.1.1 lookup 103
+	fabric_rails_routes || { echo "fabric_rails_up: cannot set the second rail's routes"; return 1; }
+	[ -e "/sys/class/infiniband/$fabric_dev2" ] ||
+		rdma link add "$fabric_dev2" type "$fabric_provider" netdev veth2 ||
+		{ echo "fabric_rails_up: cannot create $fabric_dev2 on veth2"; return 1; }
+	[ -e "/sys/class/infiniband/$fabric_dev3" ] ||
+		rdma link add "$fabric_dev3" type "$fabric_provider" netdev veth3 ||
+		{ echo "fabric_rails_up: cannot create $fabric_dev3 on veth3"; return 1; }
+	for dev in "$fabric_dev2" "$fabric_dev3"; do
+		for ((i = 0; i < 50; i++)); do
+			state=$(cat "/sys/class/infiniband/$dev/ports/1/state" 2>/dev/null)
+			case "$state" in *ACTIVE*) break ;; esac
+			sleep 0.1
+		done
+		case "$state" in *ACTIVE*) ;; *)
+			echo "fabric_rails_up: $dev port 1 is not ACTIVE (state: ${state:-none})"
+			return 1 ;;
+		esac
+	done
+}
+
+# fabric_rails_down: removes what fabric_rails_up built (whatever of it is
+# there), leaving the fabric as fabric-up made it.
+fabric_rails_down() {
+	rdma link delete "$fabric_dev2" 2>/dev/null
+	rdma link delete "$fabric_dev3" 2>/dev/null
+	ip rule del pref 12 2>/dev/null
+	ip rule del pref 13 2>/dev/null
+	ip route flush table 102 2>/dev/null
+	ip route flush table 103 2>/dev/null
+	ip link del veth2 2>/dev/null
+	return 0
+}
+
 # fabric_repair: leaves the fabric as fabric-up made it, whatever a fault
 # test did to it (for its EXIT trap, and before the tests after it).  A
 # test sets fabric_recreate=1 before a link flap: with traffic in flight a
