@@ -342,6 +342,19 @@ fabric_routes() {
 		ip -6 addr replace fd99::2/128 dev veth1 nodad
 }
 
+# fabric_port_active DEV: waits up to 5 s for DEV's port 1 to be ACTIVE;
+# 0, or 1 with its state said (fabric-up, fabric_rails_up).
+fabric_port_active() {
+	local state i
+	for ((i = 0; i < 50; i++)); do
+		state=$(cat "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null)
+		case "$state" in *ACTIVE*) return 0 ;; esac
+		sleep 0.1
+	done
+	echo "$1 port 1 is not ACTIVE (state: ${state:-none})"
+	return 1
+}
+
 # The second rail (docs/multi-rail.md, "Test fabric"): veth2 (10.99.1.1)
 # and veth3 (10.99.1.2), device $fabric_dev2 on veth2 and $fabric_dev3 on
 # veth3, routed as fabric-up routes the first pair, so that traffic
@@ -368,7 +381,7 @@ fabric_rails_routes() {
 # fabric_rails_up: builds the second rail and waits for both its ports to
 # be ACTIVE (5 s); 0, or 1 with what failed said.
 fabric_rails_up() {
-	local dev conf state i
+	local dev
 	if hosts_mode; then
 		echo "fabric_rails_up: not with GFR_HOSTS=1 (the hosts' own rails are theirs)"
 		return 1
@@ -393,16 +406,19 @@ fabric_rails_up() {
 		rdma link add "$fabric_dev3" type "$fabric_provider" netdev veth3 ||
 		{ echo "fabric_rails_up: cannot create $fabric_dev3 on veth3"; return 1; }
 	for dev in "$fabric_dev2" "$fabric_dev3"; do
-		for ((i = 0; i < 50; i++)); do
-			state=$(cat "/sys/class/infiniband/$dev/ports/1/state" 2>/dev/null)
-			case "$state" in *ACTIVE*) break ;; esac
-			sleep 0.1
-		done
-		case "$state" in *ACTIVE*) ;; *)
-			echo "fabric_rails_up: $dev port 1 is not ACTIVE (state: ${state:-none})"
-			return 1 ;;
-		esac
+		fabric_port_active "$dev" || { echo "fabric_rails_up: $dev is not usable"; return 1; }
 	done
+}
+
+# fabric_rails_tx [BEFORE]: the packets veth0..veth3 sent, one line; with
+# BEFORE (such a line), those sent since.
+fabric_rails_tx() {
+	local v i=0 before=(${1:-0 0 0 0})
+	for v in veth0 veth1 veth2 veth3; do
+		printf '%s ' $(($(net_counter "$v" tx_packets) - before[i]))
+		i=$((i + 1))
+	done
+	echo
 }
 
 # fabric_rails_down: removes what fabric_rails_up built (whatever of it is

@@ -12,13 +12,6 @@ servers=
 trap 'kill $servers 2>/dev/null; rm -rf "$out"; fabric_rails_down' EXIT
 fail() { echo "t-fabric-rails: $*"; exit 1; }
 
-# counters: tx packets of veth0..veth3, one line.
-counters() {
-	local v
-	for v in veth0 veth1 veth2 veth3; do printf '%s ' "$(net_counter "$v" tx_packets)"; done
-	echo
-}
-
 # start_server NAME ADDR PORT: an rc-pingpong server in the background
 # (its pid appended to $servers, its output in $out/NAME), once listening.
 start_server() {
@@ -41,23 +34,22 @@ wait_servers() {
 }
 
 fabric_rails_up || exit 1
-before=($(counters))
+before=$(fabric_rails_tx)
 start_server rail2 "$GFR_SERVER_ADDR2" 20081 || fail "the second rail's server did not listen"
 client rail2 "$GFR_SERVER_ADDR2" "$GFR_CLIENT_ADDR2" 20081
 wait_servers
-after=($(counters))
+sent=($(fabric_rails_tx "$before"))
 grep -q "server on $fabric_dev2:" "$out/rail2" || { cat "$out/rail2"; fail "the server did not use $fabric_dev2"; }
 for i in 2 3; do
-	[ $((after[i] - before[i])) -ge 200 ] ||
-		fail "veth$i sent $((after[i] - before[i])) packets for 200 messages each way over the second rail"
+	[ "${sent[i]}" -ge 200 ] || fail "veth$i sent ${sent[i]} packets for 200 messages each way over the second rail"
 done
 for i in 0 1; do
-	[ $((after[i] - before[i])) -lt 20 ] ||
-		fail "veth$i (the first rail) sent $((after[i] - before[i])) packets while only the second rail was used"
+	[ "${sent[i]}" -lt 20 ] ||
+		fail "veth$i (the first rail) sent ${sent[i]} packets while only the second rail was used"
 done
-echo "t-fabric-rails: the second rail alone: veth0..3 sent $((after[0] - before[0])) $((after[1] - before[1])) $((after[2] - before[2])) $((after[3] - before[3])) packets"
+echo "t-fabric-rails: the second rail alone: veth0..3 sent ${sent[*]} packets"
 
-before=($(counters))
+before=$(fabric_rails_tx)
 start_server both1 "$GFR_SERVER_ADDR" 20082 && start_server both2 "$GFR_SERVER_ADDR2" 20083 ||
 	fail "the servers of both rails did not listen"
 client both1 "$GFR_SERVER_ADDR" "$GFR_CLIENT_ADDR" 20082 &
@@ -66,13 +58,13 @@ client both2 "$GFR_SERVER_ADDR2" "$GFR_CLIENT_ADDR2" 20083 &
 c2=$!
 wait "$c1" && wait "$c2" || fail "a client with both rails in use failed"
 wait_servers
-after=($(counters))
+sent=($(fabric_rails_tx "$before"))
 grep -q "server on $fabric_dev0:" "$out/both1" && grep -q "server on $fabric_dev2:" "$out/both2" ||
 	{ cat "$out/both1" "$out/both2"; fail "the two pingpongs did not use $fabric_dev0 and $fabric_dev2"; }
 for i in 0 1 2 3; do
-	[ $((after[i] - before[i])) -ge 200 ] || fail "veth$i sent $((after[i] - before[i])) packets with both rails in use"
+	[ "${sent[i]}" -ge 200 ] || fail "veth$i sent ${sent[i]} packets with both rails in use"
 done
-echo "t-fabric-rails: both rails at once: veth0..3 sent $((after[0] - before[0])) $((after[1] - before[1])) $((after[2] - before[2])) $((after[3] - before[3])) packets"
+echo "t-fabric-rails: both rails at once: veth0..3 sent ${sent[*]} packets"
 
 fabric_rails_down
 left=$(ls /sys/class/infiniband | tr '\n' ' ')
