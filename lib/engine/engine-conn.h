@@ -7,7 +7,7 @@
 #ifndef GFR_ENGINE_CONN_H
 #define GFR_ENGINE_CONN_H
 
-#include "engine-rx.h"
+#include "engine-bundle.h"
 
 struct gfr_rdma_listener {
     enum gfr_cm_ctx_kind kind;
@@ -24,6 +24,7 @@ struct gfr_rdma_listener {
     void *cb_arg;
     struct cds_list_head link; /* engine->listeners, then engine->closing */
     int closed;                /* the CM thread destroyed id (engine->lock) */
+    unsigned long rails_unoffered; /* CM thread: clients with rails it could not offer any */
 };
 
 /* rdma-cq.c: work completions by kind */

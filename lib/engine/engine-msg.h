@@ -173,6 +173,8 @@ void gfr_rdma_flush_locked(struct gfr_rdma_conn *conn);
 void gfr_rdma_send_flush(struct gfr_rdma_conn *conn);
 void gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok);
 void gfr_rdma_tx_release_all(struct gfr_rdma_conn *conn);
+/* gfr_rdma_throttle on one connection (the public one: every rail) */
+int gfr_rdma_conn_throttle(struct gfr_rdma_conn *conn, int on);
 
 /* rdma-transfer.c: RDMA READs and WRITEs within rdma-depth */
 struct gfr_rdma_xfer *gfr_rdma_xfer_new(struct gfr_rdma_conn *conn, int is_pull,

@@ -34,6 +34,16 @@ void gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t
 int gfr_rdma_rx_advance(struct gfr_rdma_rxmsg *m, enum gfr_rx_state to);
 const char *gfr_rdma_rx_state_str(enum gfr_rx_state state);
 
-/* rdma-submit.c: the public gfr_rdma_submit and gfr_rdma_send */
+/* rdma-submit.c: gfr_rdma_submit and gfr_rdma_send on one connection (the
+ * public ones choose a bundle's rail first: rdma-bundle.c) */
+/* A request that will be answered: one that says so, or offers buffers
+ * for its reply. */
+static inline int
+gfr_rdma_msg_awaits_reply(const struct gfr_rdma_msg *msg)
+{
+    return !msg->is_reply && (msg->expects_reply || msg->reply_cnt);
+}
+int gfr_rdma_conn_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg);
+int gfr_rdma_conn_send(struct gfr_rdma_conn *conn, const void *data, size_t len);
 
 #endif /* GFR_ENGINE_RX_H */

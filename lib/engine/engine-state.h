@@ -68,6 +68,7 @@ enum gfr_wr_kind {
 
 struct gfr_rdma_offer;
 struct gfr_rdma_xfer;
+struct gfr_rdma_bundle;
 
 /* The context of one work request (its wr_id). */
 struct gfr_rdma_wr {
@@ -434,6 +435,17 @@ struct gfr_rdma_conn {
     unsigned long cq_pass_from;
     int finalized; /* verbs resources gone; under engine->lock */
     int released;  /* the owner let go; under engine->lock */
+    /* Multi-rail (rdma-bundle.c): the bundle it is a rail of, NULL: none
+     * (set before the connection is shared; a member's is cleared when it
+     * ends, the lead's stays until it is freed, with the bundle); whether
+     * it is the lead, the owner's handle; its rail and the bundle's id
+     * (for snapshots, which may outlive the bundle); and what its CM
+     * private data says of rails (set before connect or accept). */
+    struct gfr_rdma_bundle *bundle;
+    int bundle_lead;
+    unsigned rail;
+    uint32_t bundle_id;
+    struct gfr_cm_rails cm_rails;
 };
 
 /*
@@ -528,6 +540,10 @@ struct gfr_rdma {
     struct gfr_hist stage[GFR_STAGE_COUNT];
     unsigned long untraced; /* uatomic */
     pthread_mutex_t note_lock; /* each connection's last_error */
+    /* A server's bundles that rails may join (rdma-bundle.c), and the id
+     * the next one gets; under lock. */
+    struct cds_list_head bundles;
+    uint32_t next_bundle;
 };
 
 /*

@@ -59,6 +59,11 @@ void gfr_rdma_set_log(gfr_rdma_log_fn fn, void *arg);
 struct gfr_rdma_rx {
     uint32_t xid;
     int is_reply;      /* answers the request xid this side sent */
+    /* Inside a bundle (transport.rdma.rails): the sender awaits a reply
+     * to this request (it submitted it with expects_reply or reply
+     * buffers), which must be submitted on this connection's handle:
+     * it goes back on the rail the request came on. */
+    int awaits_reply;
     const void *head;
     size_t head_len;
     const void *bulk;
@@ -308,6 +313,10 @@ struct gfr_rdma_conn_info {
     char local[GFR_RDMA_ADDR_STR];
     const char *state;             /* "ESTABLISHED", ... (static) */
     int is_server;                 /* accepted by a listener */
+    /* Multi-rail: the bundle it is a rail of (the server's id for it), 0:
+     * none; its rail, 0 for the lead (the owner's handle). */
+    uint32_t bundle;
+    unsigned rail;
     char device[64];               /* its device's name */
     unsigned poller;               /* the poller its completions go to */
     uint32_t credits_window;       /* negotiated */

@@ -485,6 +485,8 @@ gfr_rdma_conn_keepalive(struct gfr_rdma_conn *conn)
 static void
 conn_free(struct gfr_rdma_conn *conn)
 {
+    if (conn->bundle_lead)
+        gfr_rdma_bundle_free(conn->bundle);
     pthread_mutex_destroy(&conn->lock);
     free(conn);
 }
@@ -576,6 +578,14 @@ gfr_rdma_conn_end(struct gfr_rdma_conn *conn)
     }
     if (conn->ops && conn->ops->disconnected) {
         conn->ops->disconnected(conn, conn->reason, conn->cb_arg);
+        if (conn->bundle && !conn->bundle_lead) {
+            /* A rail that joined a bundle is the engine's: the bundle may
+             * be gone once it has heard of the end. */
+            conn->bundle = NULL;
+            pthread_mutex_lock(&conn->engine->lock);
+            conn->released = 1;
+            pthread_mutex_unlock(&conn->engine->lock);
+        }
     } else if (!conn->ops) {
         pthread_mutex_lock(&conn->engine->lock);
         conn->released = 1; /* never handed to an owner */

@@ -55,7 +55,7 @@ reject_reason_to_errno(struct gfr_rdma_conn *conn, const struct rdma_cm_event *e
 {
     if (event->param.conn.private_data_len >= 1) {
         uint8_t why = *(const uint8_t *)event->param.conn.private_data;
-        if (why >= GFR_CM_REJECT_SHORT && why <= GFR_CM_REJECT_PARAMS) {
+        if (why >= GFR_CM_REJECT_SHORT && why <= GFR_CM_REJECT_BUNDLE) {
             gfr_rdma_conn_log(conn, "connection rejected by the peer: %s",
                               gfr_cm_reject_str((enum gfr_cm_reject_reason)why));
             return -EPROTO;
@@ -67,11 +67,13 @@ reject_reason_to_errno(struct gfr_rdma_conn *conn, const struct rdma_cm_event *e
 
 /* Connection parameters, after gfr_rdma_conn_setup (the device is known):
  * as many RDMA READs in flight each way as rdma-depth and the device
- * allow. */
+ * allow; private_data holds GFR_CM_PRIVATE_MAX bytes. */
 static void
 fill_conn_param(const struct gfr_rdma_conn *conn, struct rdma_conn_param *param,
                 uint8_t *private_data)
 {
+    int len;
+
     uint32_t depth = conn->opts.rdma_depth;
     struct gfr_cm_params local;
 
@@ -80,10 +82,11 @@ fill_conn_param(const struct gfr_rdma_conn *conn, struct rdma_conn_param *param,
         local.probe_addr = (uintptr_t)conn->dev->probe_buf;
         local.probe_rkey = conn->dev->probe_src_mr->rkey;
     }
-    gfr_cm_encode(&local, private_data, GFR_CM_PRIVATE_SIZE);
+    gfr_cm_encode(&local, private_data, GFR_CM_PRIVATE_MAX);
+    len = gfr_cm_rails_encode(&conn->cm_rails, private_data, GFR_CM_PRIVATE_MAX);
     memset(param, 0, sizeof(*param));
     param->private_data = private_data;
-    param->private_data_len = GFR_CM_PRIVATE_SIZE;
+    param->private_data_len = (uint8_t)(len > 0 ? len : GFR_CM_PRIVATE_SIZE);
     param->retry_count = conn->opts.retry_count;
     param->rnr_retry_count = conn->opts.rnr_retry;
     param->responder_resources = (uint8_t)(depth < conn->dev->max_rd_atom
@@ -100,30 +103,99 @@ conn_abort(struct gfr_rdma_conn *conn, int reason)
     gfr_rdma_conn_cm_done(conn);
 }
 
+/* Refuses a connection request before it has a connection, with reason
+ * (GFR_CM_REJECT_NONE: none) and a log line naming the peer. */
+static void
+refuse_request(struct rdma_cm_event *event, enum gfr_cm_reject_reason why)
+{
+    uint8_t reason = (uint8_t)why;
+    char from[GFR_RDMA_PEER_NAME_MAX];
+
+    gfr_rdma_peer_name(rdma_get_peer_addr(event->id), from);
+    gfr_rdma_log("rejecting a connection request from %s: %s", from, gfr_cm_reject_str(why));
+    rdma_reject(event->id, &reason, 1);
+    rdma_destroy_id(event->id);
+}
+
+/*
+ * A client that would use rails reached a listener with rails on: its
+ * connection becomes a bundle's lead, and the accept names the bundle and
+ * the rail addresses, with the listener's port.  Without addresses, or
+ * when the bundle cannot be made, the connection stays on one rail, as it
+ * would with a server without rails.  CM thread, before the accept.
+ */
+static void
+offer_rails(struct gfr_rdma_conn *conn, struct gfr_rdma_listener *listener)
+{
+    struct sockaddr_storage addrs[GFR_RDMA_MAX_RAIL_ADDRS];
+    const struct sockaddr_storage *bound = &listener->addr;
+    uint16_t port = bound->ss_family == AF_INET6
+                        ? ntohs(((const struct sockaddr_in6 *)bound)->sin6_port)
+                        : ntohs(((const struct sockaddr_in *)bound)->sin_port);
+    struct gfr_cm_rails *offer = &conn->cm_rails;
+    int n = gfr_rdma_opts_rail_addresses(&conn->opts, addrs, GFR_RDMA_MAX_RAIL_ADDRS);
+    int err;
+
+    if (n <= 0) {
+        if (!listener->rails_unoffered++)
+            gfr_rdma_conn_log(conn, "rails are on, but rail-addresses names no address "
+                              "to offer: clients with rails stay on one rail");
+        return;
+    }
+    err = gfr_rdma_bundle_lead(conn, 1);
+    if (err) {
+        gfr_rdma_conn_log(conn, "cannot make a bundle of rails (%s): the connection "
+                          "stays on one rail", strerror(-err));
+        return;
+    }
+    *offer = (struct gfr_cm_rails){.flags = GFR_CM_F_RAILS, .bundle = conn->bundle_id,
+                                   .token = conn->bundle->token, .naddrs = (unsigned)n};
+    for (int i = 0; i < n; i++) {
+        struct gfr_cm_rail_addr *a = &offer->addrs[i];
+
+        a->port = port;
+        if (addrs[i].ss_family == AF_INET6) {
+            a->family = 6;
+            memcpy(a->addr, &((struct sockaddr_in6 *)&addrs[i])->sin6_addr, 16);
+        } else {
+            a->family = 4;
+            memcpy(a->addr, &((struct sockaddr_in *)&addrs[i])->sin_addr, 4);
+        }
+    }
+}
+
 static void
 on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
 {
     struct gfr_rdma_listener *listener = event->listen_id->context;
+    const struct gfr_rdma_opts *opts = &listener->opts;
+    struct gfr_rdma_bundle *bundle = NULL;
     struct gfr_cm_params peer;
+    struct gfr_cm_rails rails;
     enum gfr_cm_reject_reason why;
     struct rdma_conn_param param;
-    uint8_t private_data[GFR_CM_PRIVATE_SIZE];
+    uint8_t private_data[GFR_CM_PRIVATE_MAX];
     struct gfr_rdma_conn *conn;
     int err;
 
-    if (gfr_cm_decode(event->param.conn.private_data,
-                      event->param.conn.private_data_len, &peer, &why) != 0) {
-        uint8_t reason = (uint8_t)why;
-        char from[GFR_RDMA_PEER_NAME_MAX];
-
-        gfr_rdma_peer_name(rdma_get_peer_addr(event->id), from);
-        gfr_rdma_log("rejecting a connection request from %s: %s", from,
-                     gfr_cm_reject_str(why));
-        rdma_reject(event->id, &reason, 1);
-        rdma_destroy_id(event->id);
+    if (gfr_cm_decode(event->param.conn.private_data, event->param.conn.private_data_len,
+                      &peer, &why) != 0 ||
+        gfr_cm_rails_decode(event->param.conn.private_data,
+                            event->param.conn.private_data_len, &rails, &why) != 0) {
+        refuse_request(event, why);
         return;
     }
-    conn = gfr_rdma_conn_new(engine, &listener->opts, rdma_get_peer_addr(event->id));
+    if (rails.flags & GFR_CM_F_JOIN) {
+        /* A rail joins its bundle: it runs by the lead's options, and its
+         * owner is the lead's, who is not asked again. */
+        bundle = gfr_rdma_bundle_find(engine, rails.bundle, rails.token);
+        if (!bundle) {
+            refuse_request(event, GFR_CM_REJECT_BUNDLE);
+            return;
+        }
+        opts = &bundle->lead->opts;
+    }
+    conn = gfr_rdma_conn_new(engine, opts, rdma_get_peer_addr(event->id));
     if (!conn) {
         rdma_reject(event->id, NULL, 0);
         rdma_destroy_id(event->id);
@@ -136,15 +208,30 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING);
     pthread_mutex_unlock(&conn->lock);
     conn->connect_deadline_ns = gfr_deadline_ns(conn->opts.connect_timeout_ms);
-    err = listener->accept(listener, conn, listener->cb_arg, &conn->ops, &conn->cb_arg);
-    if (!err && (!conn->ops || !conn->ops->received || !conn->ops->disconnected))
-        err = -EINVAL;
-    if (err) {
-        /* Refused by the user: never reported to it. */
-        conn->ops = NULL;
-        rdma_reject(conn->id, NULL, 0);
-        conn_abort(conn, err);
-        return;
+    if (bundle) {
+        err = gfr_rdma_bundle_member(bundle, conn);
+        if (err) {
+            uint8_t reason = GFR_CM_REJECT_BUNDLE;
+
+            gfr_rdma_conn_log(conn, "rejecting a rail: its bundle has %d rails already",
+                              GFR_CM_MAX_RAILS);
+            rdma_reject(conn->id, &reason, 1);
+            conn_abort(conn, err);
+            return;
+        }
+    } else {
+        err = listener->accept(listener, conn, listener->cb_arg, &conn->ops, &conn->cb_arg);
+        if (!err && (!conn->ops || !conn->ops->received || !conn->ops->disconnected))
+            err = -EINVAL;
+        if (err) {
+            /* Refused by the user: never reported to it. */
+            conn->ops = NULL;
+            rdma_reject(conn->id, NULL, 0);
+            conn_abort(conn, err);
+            return;
+        }
+        if ((rails.flags & GFR_CM_F_RAILS) && conn->opts.rails == GFR_RAILS_AUTO)
+            offer_rails(conn, listener);
     }
     err = gfr_rdma_conn_setup(conn);
     if (!err)
@@ -165,17 +252,23 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     }
 }
 
+static void join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
+                       const struct gfr_cm_rails *offer);
+
 static void
 on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
                struct rdma_cm_event *event)
 {
     struct gfr_cm_params peer;
+    struct gfr_cm_rails offer = {0};
     enum gfr_cm_reject_reason why;
     int usable;
 
     if (!conn->is_server) {
         if (gfr_cm_decode(event->param.conn.private_data,
-                          event->param.conn.private_data_len, &peer, &why) != 0) {
+                          event->param.conn.private_data_len, &peer, &why) != 0 ||
+            gfr_cm_rails_decode(event->param.conn.private_data,
+                                event->param.conn.private_data_len, &offer, &why) != 0) {
             gfr_rdma_conn_log(conn, "dropping a connection the peer accepted: %s",
                               gfr_cm_reject_str(why));
             pthread_mutex_lock(&conn->lock);
@@ -205,6 +298,8 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
         conn->ops->connected(conn, conn->cb_arg);
     /* Grants that piled up before ESTABLISHED. */
     gfr_rdma_send_flush(conn);
+    if (!conn->is_server && conn->bundle_lead)
+        join_rails(engine, conn, &offer);
 }
 
 /* The CM says the connection closed: it ends in order, or as reset when
@@ -249,7 +344,7 @@ on_conn_event(struct gfr_rdma *engine, struct rdma_cm_event *event)
         break;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
         struct rdma_conn_param param;
-        uint8_t private_data[GFR_CM_PRIVATE_SIZE];
+        uint8_t private_data[GFR_CM_PRIVATE_MAX];
 
         err = gfr_rdma_conn_setup(conn);
         if (!err) {
@@ -725,6 +820,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     CDS_INIT_LIST_HEAD(&engine->reap);
     CDS_INIT_LIST_HEAD(&engine->quiescing);
     CDS_INIT_LIST_HEAD(&engine->dead);
+    CDS_INIT_LIST_HEAD(&engine->bundles);
     engine->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     engine->channel = rdma_create_event_channel();
     if (engine->wake_fd < 0 || !engine->channel) {
@@ -748,6 +844,20 @@ fail:
     pthread_mutex_destroy(&engine->lock);
     free(engine);
     return err;
+}
+
+/* Frees a client's connection that never started resolving. */
+static void
+client_conn_drop(struct gfr_rdma_conn *conn)
+{
+    struct gfr_rdma *engine = conn->engine;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_del(&conn->link);
+    pthread_mutex_unlock(&engine->lock);
+    if (conn->bundle_lead)
+        gfr_rdma_bundle_free(conn->bundle);
+    free(conn);
 }
 
 /* opts for a connection of engine, or NULL (after a log line naming the
@@ -852,6 +962,118 @@ gfr_rdma_listener_addr(struct gfr_rdma_listener *listener, struct sockaddr *addr
     return gfr_rdma_copy_addr((const struct sockaddr *)&listener->addr, addr, len);
 }
 
+/* A client's connection to dst, with its CM id, resolving nothing yet:
+ * the caller sets its callbacks, then resolves.  0, or -errno after a
+ * log line. */
+static int
+client_conn_new(struct gfr_rdma *engine, const struct sockaddr *dst,
+                const struct gfr_rdma_opts *opts, struct gfr_rdma_conn **connp)
+{
+    struct gfr_rdma_conn *conn = gfr_rdma_conn_new(engine, opts, dst);
+    int err;
+
+    if (!conn)
+        return -ENOMEM;
+    pthread_mutex_lock(&conn->lock);
+    gfr_rdma_conn_set_state_locked(conn, GFR_CONN_RESOLVING_ADDR);
+    pthread_mutex_unlock(&conn->lock);
+    if (rdma_create_id(engine->channel, &conn->id, conn, RDMA_PS_TCP) != 0) {
+        err = -errno;
+        gfr_rdma_conn_log(conn, "rdma_create_id failed: %s", strerror(-err));
+        client_conn_drop(conn);
+        return err;
+    }
+    *connp = conn;
+    return 0;
+}
+
+/* Starts resolving a client's connection; a failure is reported through
+ * disconnected, like every other. */
+static void
+client_conn_resolve(struct gfr_rdma_conn *conn, const struct sockaddr *src,
+                    const struct sockaddr *dst)
+{
+    int err;
+
+    if (rdma_resolve_addr(conn->id, (struct sockaddr *)src, (struct sockaddr *)dst,
+                          (int)conn->opts.connect_timeout_ms) != 0) {
+        err = -errno;
+        gfr_rdma_conn_log(conn, "rdma_resolve_addr failed: %s", strerror(-err));
+        conn_abort(conn, err);
+    }
+}
+
+/* Whether a and b are the same address and port. */
+static int
+same_endpoint(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+    if (!a || a->sa_family != b->ss_family)
+        return 0;
+    if (a->sa_family == AF_INET)
+        return memcmp(a, b, sizeof(struct sockaddr_in)) == 0;
+    return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                  &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0 &&
+           ((const struct sockaddr_in6 *)a)->sin6_port ==
+               ((const struct sockaddr_in6 *)b)->sin6_port;
+}
+
+/*
+ * The server accepted lead, a client's connection with rails, and offered
+ * its bundle's rail addresses: a rail is connected to each address but
+ * the lead's own, from whichever device its route picks, and joins with
+ * the bundle's id and token.  A server that offered none (an older one,
+ * or one without rails or rail addresses) is named in the log: the
+ * connection stays on one rail.  CM thread.
+ */
+static void
+join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
+           const struct gfr_cm_rails *offer)
+{
+    struct gfr_rdma_bundle *b = lead->bundle;
+
+    if (!offer->bundle || !(offer->flags & GFR_CM_F_RAILS) || !offer->naddrs) {
+        gfr_rdma_conn_log(lead, "rails are on, but the server offered none (rails off "
+                          "or no rail-addresses there, or an older server): one rail");
+        return;
+    }
+    b->id = offer->bundle;
+    b->token = offer->token;
+    lead->bundle_id = offer->bundle;
+    for (unsigned i = 0; i < offer->naddrs; i++) {
+        const struct gfr_cm_rail_addr *a = &offer->addrs[i];
+        struct sockaddr_storage dst = {0};
+        struct gfr_rdma_conn *rail;
+
+        if (a->family == 6) {
+            struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&dst;
+
+            sin6->sin6_family = AF_INET6;
+            sin6->sin6_port = htons(a->port);
+            memcpy(&sin6->sin6_addr, a->addr, 16);
+        } else {
+            struct sockaddr_in *sin = (struct sockaddr_in *)&dst;
+
+            sin->sin_family = AF_INET;
+            sin->sin_port = htons(a->port);
+            memcpy(&sin->sin_addr, a->addr, 4);
+        }
+        if (same_endpoint(rdma_get_peer_addr(lead->id), &dst))
+            continue;
+        if (client_conn_new(engine, (struct sockaddr *)&dst, &lead->opts, &rail) != 0)
+            continue;
+        if (gfr_rdma_bundle_member(b, rail) != 0) {
+            gfr_rdma_conn_log(rail, "the server offers more rail addresses than the %d "
+                              "rails a bundle has: not joined", GFR_CM_MAX_RAILS);
+            rdma_destroy_id(rail->id);
+            client_conn_drop(rail);
+            return;
+        }
+        rail->cm_rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = b->id,
+                                               .token = b->token};
+        client_conn_resolve(rail, NULL, (struct sockaddr *)&dst);
+    }
+}
+
 int
 gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
                  const struct sockaddr *src, const struct gfr_rdma_opts *opts,
@@ -866,31 +1088,22 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
     opts = conn_opts(engine, opts, "connect");
     if (!opts)
         return -EINVAL;
-    conn = gfr_rdma_conn_new(engine, opts, dst);
-    if (!conn)
-        return -ENOMEM;
+    err = client_conn_new(engine, dst, opts, &conn);
+    if (err)
+        return err;
     conn->ops = ops;
     conn->cb_arg = cb_arg;
-    pthread_mutex_lock(&conn->lock);
-    gfr_rdma_conn_set_state_locked(conn, GFR_CONN_RESOLVING_ADDR);
-    pthread_mutex_unlock(&conn->lock);
-    if (rdma_create_id(engine->channel, &conn->id, conn, RDMA_PS_TCP) != 0) {
-        err = -errno;
-        gfr_rdma_conn_log(conn, "rdma_create_id failed: %s", strerror(-err));
-        pthread_mutex_lock(&engine->lock);
-        cds_list_del(&conn->link);
-        pthread_mutex_unlock(&engine->lock);
-        free(conn);
-        return err;
+    if (conn->opts.rails == GFR_RAILS_AUTO) {
+        err = gfr_rdma_bundle_lead(conn, 0);
+        if (err) {
+            rdma_destroy_id(conn->id);
+            client_conn_drop(conn);
+            return err;
+        }
+        conn->cm_rails.flags = GFR_CM_F_RAILS;
     }
     *connp = conn;
-    if (rdma_resolve_addr(conn->id, (struct sockaddr *)src, (struct sockaddr *)dst,
-                          (int)conn->opts.connect_timeout_ms) != 0) {
-        err = -errno;
-        gfr_rdma_conn_log(conn, "rdma_resolve_addr failed: %s", strerror(-err));
-        /* Reported through disconnected, like every other failure. */
-        conn_abort(conn, err);
-    }
+    client_conn_resolve(conn, src, dst);
     return 0;
 }
 

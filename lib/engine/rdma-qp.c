@@ -289,15 +289,6 @@ gfr_rdma_conn_fail(struct gfr_rdma_conn *conn, int reason)
     pthread_mutex_unlock(&conn->lock);
 }
 
-int
-gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
-{
-    if (!conn)
-        return -EINVAL;
-    gfr_rdma_conn_fail(conn, 0);
-    return 0;
-}
-
 /*
  * Squeezes the done entries out of a full ring, keeping the order of the
  * rest.  A ring fills with them when a completion comes late (siw answers

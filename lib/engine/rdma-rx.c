@@ -444,6 +444,8 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
     if (open && !err) {
         m.rx = (struct gfr_rdma_rx){.xid = msg.hdr.xid,
                                     .is_reply = msg.hdr.type == GFR_WIRE_REPLY,
+                                    .awaits_reply = msg.hdr.type == GFR_WIRE_MSG &&
+                                                    (msg.hdr.flags & GFR_WIRE_F_AWAITS_REPLY),
                                     .head = msg.payload, .head_len = msg.hdr.inline_len,
                                     .written = msg.hdr.written};
         m.data = is_data(&msg);

@@ -65,6 +65,8 @@ conn_info(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_info *info)
     }
     info->state = gfr_rdma_conn_state_str(conn->state);
     info->is_server = conn->is_server;
+    info->bundle = conn->bundle_id;
+    info->rail = conn->rail;
     snprintf(info->device, sizeof(info->device), "%s", device_name(conn->dev));
     info->poller = conn->poller ? conn->poller->index : 0;
     info->credits_window = conn->credits.window;

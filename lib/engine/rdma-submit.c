@@ -357,8 +357,10 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
     struct gfr_wire_hdr hdr = {.type = msg->is_reply ? GFR_WIRE_REPLY : GFR_WIRE_MSG,
                                .n_read = (uint8_t)s->n_read,
                                .n_write = (uint8_t)s->n_write, .xid = msg->xid,
-                               .flags = s->offer && s->offer->reply_ends_reads
-                                            ? GFR_WIRE_F_REPLY_ENDS_READS : 0};
+                               .flags = (s->offer && s->offer->reply_ends_reads
+                                             ? GFR_WIRE_F_REPLY_ENDS_READS : 0) |
+                                        (conn->bundle && gfr_rdma_msg_awaits_reply(msg)
+                                             ? GFR_WIRE_F_AWAITS_REPLY : 0)};
     unsigned n = msg->head_cnt + (s->layout == LAYOUT_INLINE ? msg->bulk_cnt : 0);
     struct iovec small[4];
     struct iovec *iov;
@@ -528,13 +530,13 @@ out:
 }
 
 int
-gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
+gfr_rdma_conn_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
 {
     return submit(conn, msg, NULL);
 }
 
 int
-gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
+gfr_rdma_conn_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
 {
     struct iovec iov = {(void *)data, len};
     struct gfr_rdma_msg msg = {.head = &iov, .head_cnt = 1};

@@ -293,7 +293,7 @@ gfr_rdma_send_complete(struct gfr_rdma_wr *ctx, int ok)
  * Takes conn->lock: not with it held.
  */
 int
-gfr_rdma_throttle(struct gfr_rdma_conn *conn, int on)
+gfr_rdma_conn_throttle(struct gfr_rdma_conn *conn, int on)
 {
     int err = 0;
 

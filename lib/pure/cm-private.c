@@ -73,6 +73,76 @@ gfr_cm_decode(const void *buf, size_t len, struct gfr_cm_params *params,
     return 0;
 }
 
+int
+gfr_cm_rails_encode(const struct gfr_cm_rails *rails, void *buf, size_t cap)
+{
+    uint8_t *p = buf;
+    size_t size = GFR_CM_PRIVATE_SIZE;
+
+    if (!rails || !buf || rails->naddrs > GFR_CM_MAX_RAILS ||
+        ((rails->flags & GFR_CM_F_JOIN) && !rails->bundle))
+        return -EINVAL;
+    if (rails->bundle)
+        size = (rails->flags & GFR_CM_F_JOIN) ? GFR_CM_JOIN_SIZE
+                                              : 48 + rails->naddrs * GFR_CM_RAILS_ADDR_SIZE;
+    if (cap < size)
+        return -EMSGSIZE;
+    p[5] = rails->flags;
+    if (!rails->bundle)
+        return (int)size;
+    gfr_put_be32(p + 32, rails->bundle);
+    gfr_put_be64(p + 36, rails->token);
+    if (rails->flags & GFR_CM_F_JOIN)
+        return (int)size;
+    p[44] = (uint8_t)rails->naddrs;
+    memset(p + 45, 0, 3);
+    for (unsigned i = 0; i < rails->naddrs; i++) {
+        uint8_t *a = p + 48 + i * GFR_CM_RAILS_ADDR_SIZE;
+
+        a[0] = rails->addrs[i].family;
+        a[1] = 0;
+        gfr_put_be16(a + 2, rails->addrs[i].port);
+        memcpy(a + 4, rails->addrs[i].addr, 16);
+    }
+    return (int)size;
+}
+
+int
+gfr_cm_rails_decode(const void *buf, size_t len, struct gfr_cm_rails *rails,
+                    enum gfr_cm_reject_reason *why)
+{
+    const uint8_t *p = buf;
+
+    if (!buf || !rails || len < GFR_CM_PRIVATE_MIN)
+        return refuse(why, GFR_CM_REJECT_SHORT);
+    memset(rails, 0, sizeof(*rails));
+    rails->flags = p[5];
+    if (len >= GFR_CM_JOIN_SIZE) {
+        rails->bundle = gfr_get_be32(p + 32);
+        rails->token = gfr_get_be64(p + 36);
+    }
+    if ((rails->flags & GFR_CM_F_JOIN) && !rails->bundle)
+        return refuse(why, GFR_CM_REJECT_SHORT);
+    if (len >= 48 && !(rails->flags & GFR_CM_F_JOIN))
+        rails->naddrs = p[44];
+    if (rails->naddrs > GFR_CM_MAX_RAILS)
+        return refuse(why, GFR_CM_REJECT_PARAMS);
+    if (len < 48 + (size_t)rails->naddrs * GFR_CM_RAILS_ADDR_SIZE && rails->naddrs)
+        return refuse(why, GFR_CM_REJECT_SHORT);
+    for (unsigned i = 0; i < rails->naddrs; i++) {
+        const uint8_t *a = p + 48 + i * GFR_CM_RAILS_ADDR_SIZE;
+
+        rails->addrs[i].family = a[0];
+        rails->addrs[i].port = gfr_get_be16(a + 2);
+        memcpy(rails->addrs[i].addr, a + 4, 16);
+        if (a[0] != 4 && a[0] != 6)
+            return refuse(why, GFR_CM_REJECT_PARAMS);
+    }
+    if (why)
+        *why = GFR_CM_REJECT_NONE;
+    return 0;
+}
+
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 void
@@ -101,6 +171,8 @@ gfr_cm_reject_str(enum gfr_cm_reject_reason why)
         return "peer speaks another glusterfs-rdma protocol version";
     case GFR_CM_REJECT_PARAMS:
         return "peer's connection parameters out of range";
+    case GFR_CM_REJECT_BUNDLE:
+        return "a joining rail named no live bundle of the peer, or a wrong token";
     }
     return "unknown reject reason";
 }

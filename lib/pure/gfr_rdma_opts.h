@@ -32,6 +32,15 @@ enum gfr_receive_queue {
     GFR_RQ_AUTO,     /* shared where a SEND that finds none waits (RNR), own on iWARP */
 };
 
+/* Whether a connection may spread over several rails (docs/multi-rail.md). */
+enum gfr_rails {
+    GFR_RAILS_OFF,
+    GFR_RAILS_AUTO, /* join every rail address the server advertises */
+};
+
+/* rail-addresses: at most this many. */
+#define GFR_RDMA_MAX_RAIL_ADDRS 4
+
 /* Whether the engine times the stages of each call (rdma-trace.c). */
 enum gfr_latency_stats {
     GFR_LATENCY_STATS_OFF,
@@ -61,6 +70,10 @@ struct gfr_rdma_opts {
     int32_t gid_index;        /* -1: chosen by the CM */
     char device[64];          /* "": the device the CM resolves */
     enum gfr_latency_stats latency_stats;
+    enum gfr_rails rails;
+    /* A server's rail addresses, advertised to clients with rails:
+     * "ADDR,ADDR", numeric IPv4 or IPv6; "": none. */
+    char rail_addresses[192];
 };
 
 /* What one option accepts: a row of the engine's option table, the one
@@ -73,6 +86,7 @@ enum gfr_rdma_opt_kind {
     GFR_OPT_INT,
     GFR_OPT_CHOICE,
     GFR_OPT_NAME, /* a device name */
+    GFR_OPT_ADDRESSES, /* numeric IP addresses, comma-separated */
 };
 
 /* Where an option's value applies.  A connection may run by options of
@@ -103,7 +117,8 @@ const struct gfr_rdma_opt_info *gfr_rdma_opt_info(size_t i);
 /* Fills every option's default from the table: adaptive, 50..2000 us,
  * replies polled for up to 10 ms, 1 poller, direct, srq, 64 credits, 8 KiB inline, 4 MiB messages, 1 MiB
  * segments, depth 4, connect 5 s, keepalive 10 s, timeout 17, retry 7,
- * rnr 7, port 1, gid -1, no device, latency-stats on. */
+ * rnr 7, port 1, gid -1, no device, latency-stats on, rails off, no rail
+ * addresses. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
@@ -111,7 +126,7 @@ void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
  * spin-max-us, reply-spin-max-us, pollers, dispatch, receive-queue, credits, inline-max,
  * max-msg, segment-size, rdma-depth, connect-timeout-ms, keepalive-ms,
  * qp-timeout, retry-count, rnr-retry, port, gid-index, device,
- * latency-stats.  Sizes accept K, M suffixes (powers of 1024).
+ * latency-stats, rails, rail-addresses.  Sizes accept K, M suffixes (powers of 1024).
  * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why
  * (if not NULL) gets a sentence naming the key and the accepted values.
  */
@@ -132,6 +147,15 @@ int gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why,
  */
 const char *gfr_rdma_opts_engine_conflict(const struct gfr_rdma_opts *engine,
                                           const struct gfr_rdma_opts *conn);
+
+/*
+ * The rail addresses of opts, parsed into out (up to max); the port is
+ * left 0.  Returns how many, or -EINVAL for text gfr_rdma_opts_set would
+ * have refused.  Any thread.
+ */
+struct sockaddr_storage;
+int gfr_rdma_opts_rail_addresses(const struct gfr_rdma_opts *opts,
+                                 struct sockaddr_storage *out, unsigned max);
 
 const char *gfr_poll_mode_str(enum gfr_poll_mode mode);
 const char *gfr_dispatch_str(enum gfr_dispatch dispatch);

@@ -36,6 +36,10 @@ enum gfr_wire_type {
  * receiver that does not know the flag sends its DONE, which does the same.
  */
 #define GFR_WIRE_F_REPLY_ENDS_READS 0x1u
+/* AWAITS_REPLY, on a MSG, sent only between rails of a bundle (docs/multi-
+ * rail.md): its sender awaits a REPLY to the xid, which its receiver sends
+ * on the rail the MSG came on. */
+#define GFR_WIRE_F_AWAITS_REPLY 0x2u
 
 struct gfr_wire_seg {
     uint64_t addr;

@@ -7,17 +7,20 @@
  */
 #include "gfr_rdma_opts.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
 static const char *const dispatch_names[] = {"pool", "inline", "direct", NULL};
 static const char *const rq_names[] = {"srq", "per-connection", "auto", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
+static const char *const rails_names[] = {"off", "auto", NULL};
 
 /* A table row: what the option accepts, and where it is stored. */
 struct opt_desc {
@@ -29,7 +32,8 @@ struct opt_desc {
 /* store() and load() handle 1- and 4-byte fields; choices are stored into
  * enums. */
 _Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4 &&
-                   sizeof(enum gfr_receive_queue) == 4 && sizeof(enum gfr_latency_stats) == 4,
+                   sizeof(enum gfr_receive_queue) == 4 && sizeof(enum gfr_latency_stats) == 4 &&
+                   sizeof(enum gfr_rails) == 4,
                "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
@@ -64,6 +68,8 @@ static const struct opt_desc descs[] = {
     NUMBER("gid-index", GFR_OPT_INT, CONN, -1, 255, "-1", gid_index),
     {{"device", GFR_OPT_NAME, CONN, 0, 0, NULL, NULL}, FIELD(device)},
     CHOICE("latency-stats", ENGINE, off_on_names, "on", latency_stats),
+    CHOICE("rails", ENGINE, rails_names, "off", rails),
+    {{"rail-addresses", GFR_OPT_ADDRESSES, ENGINE, 0, 0, NULL, NULL}, FIELD(rail_addresses)},
 };
 
 #define NDESCS (sizeof(descs) / sizeof(descs[0]))
@@ -169,6 +175,51 @@ join_names(const char *const *names, char *out, size_t len)
                                  names[i]);
 }
 
+/* Parses "ADDR,ADDR" (numeric IPv4 or IPv6, at most GFR_RDMA_MAX_RAIL_ADDRS)
+ * into out (up to max; NULL: only checks).  How many, or -EINVAL. */
+static int
+parse_addresses(const char *text, struct sockaddr_storage *out, unsigned max)
+{
+    char buf[INET6_ADDRSTRLEN];
+    int n = 0;
+
+    while (*text) {
+        const char *end = strchr(text, ',');
+        size_t len = end ? (size_t)(end - text) : strlen(text);
+        struct sockaddr_storage ss;
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+        if (!len || len >= sizeof(buf) || n == GFR_RDMA_MAX_RAIL_ADDRS)
+            return -EINVAL;
+        memcpy(buf, text, len);
+        buf[len] = 0;
+        memset(&ss, 0, sizeof(ss));
+        if (inet_pton(AF_INET, buf, &sin->sin_addr) == 1)
+            sin->sin_family = AF_INET;
+        else if (inet_pton(AF_INET6, buf, &sin6->sin6_addr) == 1)
+            sin6->sin6_family = AF_INET6;
+        else
+            return -EINVAL;
+        if (out && (unsigned)n < max)
+            out[n] = ss;
+        n++;
+        text += len;
+        if (end && !*++text)
+            return -EINVAL; /* a trailing comma */
+    }
+    return n;
+}
+
+int
+gfr_rdma_opts_rail_addresses(const struct gfr_rdma_opts *opts, struct sockaddr_storage *out,
+                             unsigned max)
+{
+    if (!opts || memchr(opts->rail_addresses, 0, sizeof(opts->rail_addresses)) == NULL)
+        return -EINVAL;
+    return parse_addresses(opts->rail_addresses, out, max);
+}
+
 static const struct opt_desc *
 find(const char *key)
 {
@@ -221,10 +272,18 @@ gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
         store(d, opts, choice);
         return 0;
     case GFR_OPT_NAME:
-        if (!value || strlen(value) >= sizeof(opts->device))
-            return explain(why, why_len, "%s: a device name of at most %zu characters",
-                           o->key, sizeof(opts->device) - 1);
-        strcpy(opts->device, value);
+    case GFR_OPT_ADDRESSES:
+        if (!value || strlen(value) >= d->width)
+            return explain(why, why_len, "%s: %s of at most %zu characters", o->key,
+                           o->kind == GFR_OPT_NAME ? "a device name" : "a list", d->width - 1);
+        if (o->kind == GFR_OPT_ADDRESSES && parse_addresses(value, NULL, 0) < 0)
+            return explain(why, why_len,
+                           "%s: '%s' is not a comma-separated list of at most %d numeric "
+                           "IPv4 or IPv6 addresses",
+                           o->key, value, GFR_RDMA_MAX_RAIL_ADDRS);
+        /* zeroed first: the engine-wide comparison compares whole fields */
+        memset((char *)opts + d->offset, 0, d->width);
+        strcpy((char *)opts + d->offset, value);
         return 0;
     case GFR_OPT_INT:
     case GFR_OPT_UINT:
@@ -254,6 +313,10 @@ gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why, size_t why_len)
             if (v >= count(d->info.choices))
                 return explain(why, why_len, "%s (%lld) is not one of its choices",
                                d->info.key, v);
+        } else if (d->info.kind == GFR_OPT_ADDRESSES) {
+            if (gfr_rdma_opts_rail_addresses(opts, NULL, 0) < 0)
+                return explain(why, why_len, "%s is not a list of at most %d addresses",
+                               d->info.key, GFR_RDMA_MAX_RAIL_ADDRS);
         } else if (is_number(d)) {
             v = load(d, opts);
             if (v < d->info.min || v > d->info.max)

@@ -126,6 +126,8 @@ gfr_wire_decode(const void *buf, size_t len,
     if ((hdr->flags & GFR_WIRE_F_REPLY_ENDS_READS) &&
         (hdr->type != GFR_WIRE_MSG || !hdr->n_read))
         return violation(reason, "a reply asked to end a read list on a message without one");
+    if ((hdr->flags & GFR_WIRE_F_AWAITS_REPLY) && hdr->type != GFR_WIRE_MSG)
+        return violation(reason, "a reply awaited for a message that is not a request");
     /* ERROR carries its errno in the same field */
     if (hdr->written && hdr->type != GFR_WIRE_REPLY && hdr->type != GFR_WIRE_ERROR)
         return violation(reason, "bytes written claimed by a message that is not a reply");

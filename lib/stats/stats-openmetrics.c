@@ -192,6 +192,8 @@ put_conn_labels(FILE *out, const struct gfr_stats_view *v, unsigned engine,
     fprintf(out, ",engine=\"%u\",role=\"%s\"", engine, c->is_server ? "server" : "client");
     put_label(out, "peer", c->peer);
     put_label(out, "local", c->local);
+    if (c->bundle) /* multi-rail: each rail is a connection of its own */
+        fprintf(out, ",bundle=\"%u\",rail=\"%u\"", c->bundle, c->rail);
 }
 
 static uint64_t

@@ -60,6 +60,8 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
     json_str(out, c->local);
     fprintf(out, ",\"role\":\"%s\",\"state\":", c->is_server ? "server" : "client");
     json_str(out, c->state);
+    if (c->bundle) /* multi-rail: only then, so that one rail reads as before */
+        fprintf(out, ",\"bundle\":%u,\"rail\":%u", c->bundle, c->rail);
     fputs(",\"device\":", out);
     json_str(out, c->device);
     fprintf(out,
@@ -217,6 +219,8 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
                 c->stats.received, c->stats.bytes_sent, c->stats.bytes_received,
                 c->stats.rdma_reads, c->stats.rdma_writes, c->stats.registrations,
                 (double)c->stats.registration_ns / 1e6, c->stats.errors);
+        if (c->bundle)
+            fprintf(out, "    rail %u of bundle %u, on %s\n", c->rail, c->bundle, c->device);
         if (c->throttled || c->stats.throttles)
             fprintf(out, "    throttle: %s, %u credits not yet returned, put on %lu times\n",
                     c->throttled ? "on" : "off", c->withheld, c->stats.throttles);

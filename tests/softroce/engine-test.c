@@ -575,6 +575,29 @@ send_burst(struct peer *peer, uint8_t *buf, size_t max, unsigned long first,
     return 0;
 }
 
+/* The rails of each bundle (transport.rdma.rails), one line each: the
+ * split t-engine-rails.sh checks against the veth counters. */
+static void
+print_rails(struct gfr_rdma *engine, const char *side)
+{
+    struct gfr_rdma_snapshot *snap;
+
+    if (gfr_rdma_snapshot(engine, &snap) != 0)
+        return;
+    for (unsigned i = 0; i < snap->nconns; i++) {
+        const struct gfr_rdma_conn_info *c = &snap->conns[i];
+
+        if (!c->bundle)
+            continue;
+        printf("engine-test: %s: bundle %u rail %u on %s to %s: %lu sent, %lu received, "
+               "%lu bytes sent, %lu bytes received, %lu pushed, %lu pulled\n",
+               side, c->bundle, c->rail, c->device, c->peer, c->stats.sent,
+               c->stats.received, c->stats.bytes_sent, c->stats.bytes_received,
+               c->stats.bulk_pushed, c->stats.bulk_pulled);
+    }
+    gfr_rdma_snapshot_free(snap);
+}
+
 static int
 run_client(struct gfr_rdma *engine, const char *addr, const char *port,
            const char *bind_addr, unsigned conns, unsigned long count,
@@ -675,6 +698,7 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
         fprintf(stderr, "engine-test: client: echoes stopped coming\n");
         return !err && once ? 3 : 1;
     }
+    print_rails(engine, "client");
     for (unsigned c = 0; c < conns; c++) {
         gfr_rdma_conn_stats(st.peers[c].conn, &stats);
         queued += stats.queued_for_credits;

@@ -156,6 +156,64 @@ test_encode_refuses_what_decode_would_reject(void **state)
     assert_int_equal(gfr_cm_encode(&sample, buf, 19), -EMSGSIZE);
 }
 
+/* The rails part: a bare RAILS request is today's 32 bytes with one flag;
+ * a JOIN request adds bundle and token (44 bytes, within an IB REQ's 56);
+ * a RAILS accept adds the addresses; the CM's zero padding reads as no
+ * bundle; and a peer's bad rails part is refused with its reason. */
+static void
+test_rails_round_trip_and_refusals(void **state)
+{
+    struct gfr_cm_rails rails = {.flags = GFR_CM_F_RAILS}, got;
+    enum gfr_cm_reject_reason why;
+    uint8_t buf[GFR_CM_PRIVATE_MAX + 8];
+
+    (void)state;
+    memset(buf, 0, sizeof(buf));
+    assert_int_equal(gfr_cm_encode(&sample, buf, sizeof(buf)), 32);
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), 32);
+    assert_int_equal(buf[5], GFR_CM_F_RAILS);
+    assert_int_equal(gfr_cm_rails_decode(buf, 56, &got, &why), 0); /* padded */
+    assert_int_equal(got.flags, GFR_CM_F_RAILS);
+    assert_int_equal(got.bundle, 0);
+    assert_int_equal(got.naddrs, 0);
+
+    rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = 0x01020304,
+                                  .token = 0x1122334455667788ull};
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), GFR_CM_JOIN_SIZE);
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, 43), -EMSGSIZE);
+    assert_int_equal(gfr_cm_rails_decode(buf, 56, &got, &why), 0);
+    assert_int_equal(got.bundle, 0x01020304);
+    assert_true(got.token == 0x1122334455667788ull);
+    assert_int_equal(got.naddrs, 0);
+    assert_int_equal(gfr_cm_rails_decode(buf, 40, &got, &why), -EPROTO); /* JOIN cut short */
+    assert_int_equal(why, GFR_CM_REJECT_SHORT);
+    rails.bundle = 0;
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), -EINVAL);
+
+    rails = (struct gfr_cm_rails){.flags = GFR_CM_F_RAILS, .bundle = 9, .token = 5,
+                                  .naddrs = 2};
+    rails.addrs[0] = (struct gfr_cm_rail_addr){.family = 4, .port = 24008,
+                                               .addr = {10, 99, 0, 2}};
+    rails.addrs[1] = (struct gfr_cm_rail_addr){.family = 6, .port = 24008,
+                                               .addr = {0xfd, 0, [15] = 2}};
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), 88);
+    assert_int_equal(gfr_cm_rails_decode(buf, 88, &got, &why), 0);
+    assert_int_equal(got.naddrs, 2);
+    assert_memory_equal(&got.addrs, &rails.addrs, sizeof(rails.addrs));
+    assert_int_equal(gfr_cm_rails_decode(buf, 87, &got, &why), -EPROTO);
+    assert_int_equal(why, GFR_CM_REJECT_SHORT);
+    buf[48] = 5; /* no such family */
+    assert_int_equal(gfr_cm_rails_decode(buf, 88, &got, &why), -EPROTO);
+    assert_int_equal(why, GFR_CM_REJECT_PARAMS);
+    buf[44] = GFR_CM_MAX_RAILS + 1;
+    assert_int_equal(gfr_cm_rails_decode(buf, sizeof(buf), &got, &why), -EPROTO);
+    assert_int_equal(why, GFR_CM_REJECT_PARAMS);
+    rails.naddrs = GFR_CM_MAX_RAILS + 1;
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), -EINVAL);
+    assert_string_equal(gfr_cm_reject_str(GFR_CM_REJECT_BUNDLE),
+                        "a joining rail named no live bundle of the peer, or a wrong token");
+}
+
 int
 main(void)
 {
@@ -166,6 +224,7 @@ main(void)
         cmocka_unit_test(test_negotiation_takes_each_minimum),
         cmocka_unit_test(test_incompatible_peers_rejected),
         cmocka_unit_test(test_encode_refuses_what_decode_would_reject),
+        cmocka_unit_test(test_rails_round_trip_and_refusals),
     };
 
     return cmocka_run_group_tests_name("cm-private", tests, NULL, NULL);

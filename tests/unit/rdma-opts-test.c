@@ -2,6 +2,7 @@
 /*
  * Engine options: defaults, every key, and the messages for bad values.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -157,6 +159,7 @@ poke(struct gfr_rdma_opts *o, const char *key, long long value)
         F("connect-timeout-ms", connect_timeout_ms), F("keepalive-ms", keepalive_ms),
         F("qp-timeout", qp_timeout), F("retry-count", retry_count), F("rnr-retry", rnr_retry),
         F("port", port), F("gid-index", gid_index), F("latency-stats", latency_stats),
+        F("rails", rails),
 #undef F
     };
 
@@ -187,7 +190,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
     size_t n = 0;
 
     for (size_t i = 0; (info = gfr_rdma_opt_info(i)); i++) {
-        if (info->kind == GFR_OPT_NAME)
+        if (info->kind == GFR_OPT_NAME || info->kind == GFR_OPT_ADDRESSES)
             continue;
         if (info->kind == GFR_OPT_CHOICE) {
             long long nchoices = 0;
@@ -223,7 +226,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
         }
         n++;
     }
-    assert_int_equal(n, 21);
+    assert_int_equal(n, 22);
 }
 
 /* A valid value of info's option other than its default, as text. */
@@ -232,6 +235,8 @@ another_value(const struct gfr_rdma_opt_info *info, char *text, size_t len)
 {
     if (info->kind == GFR_OPT_NAME)
         snprintf(text, len, "mlx5_0");
+    else if (info->kind == GFR_OPT_ADDRESSES)
+        snprintf(text, len, "10.0.0.1");
     else if (info->kind == GFR_OPT_CHOICE)
         snprintf(text, len, "%s",
                  strcmp(info->choices[0], info->default_value) ? info->choices[0]
@@ -278,8 +283,47 @@ test_engine_conflicts_follow_the_scopes(void **state)
         }
     }
     /* poll-mode, spin-us, spin-max-us, pollers, dispatch, receive-queue,
-     * latency-stats twice; inline-max once */
-    assert_int_equal(engine_wide, 7 + 7 + 1);
+     * latency-stats, rails, rail-addresses twice; inline-max once */
+    assert_int_equal(engine_wide, 9 + 9 + 1);
+}
+
+/* rail-addresses: numeric IPv4 and IPv6 addresses, at most four, and a
+ * refusal that says what the list must be. */
+static void
+test_rail_addresses_parse(void **state)
+{
+    static const char *const bad[] = {
+        "10.0.0.1,", ",10.0.0.1", "10.0.0.1,,10.0.0.2", "server1", "10.0.0.256",
+        "1.1.1.1,2.2.2.2,3.3.3.3,4.4.4.4,5.5.5.5", "10.0.0.1 ,10.0.0.2",
+    };
+    struct sockaddr_storage got[GFR_RDMA_MAX_RAIL_ADDRS];
+    struct gfr_rdma_opts o, fresh;
+    char why[200];
+
+    (void)state;
+    gfr_rdma_opts_init(&o);
+    assert_int_equal(o.rails, GFR_RAILS_OFF);
+    assert_int_equal(gfr_rdma_opts_rail_addresses(&o, got, 4), 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "rail-addresses", "10.99.0.2,fd00::2", why,
+                                       sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_rail_addresses(&o, got, 4), 2);
+    assert_int_equal(got[0].ss_family, AF_INET);
+    assert_int_equal(((struct sockaddr_in *)&got[0])->sin_addr.s_addr, htonl(0x0a630002));
+    assert_int_equal(got[1].ss_family, AF_INET6);
+    assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct gfr_rdma_opts before = o;
+
+        if (gfr_rdma_opts_set(&o, "rail-addresses", bad[i], why, sizeof(why)) != -EINVAL)
+            fail_msg("rail-addresses '%s' was taken", bad[i]);
+        assert_non_null(strstr(why, "rail-addresses: '"));
+        assert_memory_equal(&o, &before, sizeof(o));
+    }
+    /* a shorter list after a longer one compares equal to itself set afresh */
+    assert_int_equal(gfr_rdma_opts_set(&o, "rail-addresses", "10.0.0.1", NULL, 0), 0);
+    gfr_rdma_opts_init(&fresh);
+    assert_int_equal(gfr_rdma_opts_set(&fresh, "rail-addresses", "10.0.0.1", NULL, 0), 0);
+    assert_null(gfr_rdma_opts_engine_conflict(&fresh, &o));
 }
 
 int
@@ -292,6 +336,7 @@ main(void)
         cmocka_unit_test(test_relations_are_checked),
         cmocka_unit_test(test_set_and_check_follow_the_table_ranges),
         cmocka_unit_test(test_engine_conflicts_follow_the_scopes),
+        cmocka_unit_test(test_rail_addresses_parse),
     };
 
     return cmocka_run_group_tests_name("rdma-opts", tests, NULL, NULL);

@@ -317,6 +317,35 @@ test_the_table_shows_the_same_numbers(void **state)
     free(out);
 }
 
+/* A rail of a bundle (multi-rail) says so in every format; a connection
+ * outside any bundle reads as before. */
+static void
+test_a_rail_names_its_bundle(void **state)
+{
+    struct known *k = known_view();
+    struct rendered r;
+    char *out;
+
+    (void)state;
+    k->conns[0].bundle = 3;
+    k->conns[0].rail = 1;
+    out = python_on(gfr_stats_render_json, &k->view,
+                    "import json, sys\n"
+                    "c = json.load(open(sys.argv[1]))[\"engines\"][0][\"connections\"]\n"
+                    "print(c[0][\"bundle\"], c[0][\"rail\"], \"bundle\" in c[1])\n");
+    assert_string_equal(out, "3 1 False\n");
+    free(out);
+    out = python_on(gfr_stats_render_table, &k->view,
+                    "import sys\n"
+                    "print(\"rail 1 of bundle 3, on rxe0\" in open(sys.argv[1]).read())\n");
+    assert_string_equal(out, "True\n");
+    free(out);
+    render(&k->view, &r);
+    assert_int_equal(r.dump_status, 0);
+    assert_non_null(strstr(r.text, ",bundle=\"3\",rail=\"1\""));
+    rendered_free(&r);
+}
+
 static void
 test_no_engine_and_no_pool_is_still_openmetrics(void **state)
 {
@@ -359,6 +388,7 @@ main(void)
         cmocka_unit_test(test_a_known_view_parses_with_its_values),
         cmocka_unit_test(test_the_json_parses_with_its_values),
         cmocka_unit_test(test_the_table_shows_the_same_numbers),
+        cmocka_unit_test(test_a_rail_names_its_bundle),
         cmocka_unit_test(test_no_engine_and_no_pool_is_still_openmetrics),
         cmocka_unit_test(test_the_checker_refuses_what_is_not_openmetrics),
     };

@@ -218,12 +218,14 @@ test_reply_rules(void **state)
 }
 
 /* The flags field (offset 6): REPLY_ENDS_READS only on a MSG with a read
- * list; a bit this side does not know is ignored (a newer peer's). */
+ * list, AWAITS_REPLY only on a MSG; a bit this side does not know is
+ * ignored (a newer peer's). */
 static void
 test_flags(void **state)
 {
     struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .n_read = 1, .xid = 3,
                                .flags = GFR_WIRE_F_REPLY_ENDS_READS | 0x8000};
+    struct gfr_wire_hdr awaits;
     struct gfr_wire_seg read = {0x1000, 7, 100};
     struct gfr_wire_msg msg;
     ssize_t n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
@@ -241,6 +243,16 @@ test_flags(void **state)
     hdr.n_read = 1;
     n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
     expect_violation((size_t)n, "a reply asked to end a read list on a message without one");
+
+    /* AWAITS_REPLY (multi-rail): on a MSG only */
+    awaits = (struct gfr_wire_hdr){.type = GFR_WIRE_MSG, .xid = 4,
+                                   .flags = GFR_WIRE_F_AWAITS_REPLY};
+    n = gfr_wire_encode(&awaits, NULL, NULL, buf, sizeof(buf));
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    assert_int_equal(msg.hdr.flags, GFR_WIRE_F_AWAITS_REPLY);
+    awaits.type = GFR_WIRE_REPLY;
+    n = gfr_wire_encode(&awaits, NULL, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "a reply awaited for a message that is not a request");
     hdr.flags = 0x8000;
     n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
     assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Layer 5b of the engine: a bundle of rails, the connections that carry
+ * one owner's connection over several devices (docs/multi-rail.md).  The
+ * owner holds the lead, rail 0; the others join it after the handshake.
+ * The bundle wraps the lead's callbacks, forwards every rail's to the
+ * owner under the lead's handle, and serves the public calls on the lead
+ * (gfr_rdma_submit, gfr_rdma_send, gfr_rdma_throttle, gfr_rdma_disconnect)
+ * by choosing a rail.  The CM engine (rdma-engine.c) makes bundles and
+ * their members; this layer never connects.
+ */
+#ifndef GFR_ENGINE_BUNDLE_H
+#define GFR_ENGINE_BUNDLE_H
+
+#include "engine-rx.h"
+
+/* Requests a server may hold unanswered in one bundle: a peer that sends
+ * more without reading the replies ends it. */
+#define GFR_BUNDLE_MAX_CALLS 65536
+
+/* A server's request awaiting its reply: on which rail it came. */
+struct gfr_rdma_bundle_call {
+    uint32_t xid;
+    uint8_t rail;
+    uint8_t used;
+};
+
+struct gfr_rdma_bundle {
+    struct cds_list_head link; /* engine->bundles (a server's, while its lead lives) */
+    struct gfr_rdma *engine;
+    struct gfr_rdma_conn *lead; /* freed last: it frees the bundle */
+    int is_server;
+    uint32_t id; /* a client's: 0 until the server's accept names it */
+    uint64_t token;
+    const struct gfr_rdma_conn_ops *owner_ops;
+    void *owner_arg;
+
+    /* Under lock, taken by submitters, receive handlers and the CM
+     * thread, and never with a connection's lock held: the rails (NULL: a
+     * free slot; rails[0] is the lead for the bundle's life), which are
+     * established and not ended, the requests each has awaiting a reply,
+     * the round-robin turn, and a server's calls by xid (open addressing,
+     * linear probes, calls_size a power of two or 0). */
+    pthread_mutex_t lock;
+    struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS];
+    int live[GFR_CM_MAX_RAILS];
+    unsigned long inflight[GFR_CM_MAX_RAILS];
+    unsigned turn;
+    int throttled; /* the owner's last gfr_rdma_throttle */
+    struct gfr_rdma_bundle_call *calls;
+    uint32_t calls_size, calls_used;
+
+    /* CM thread only: members not yet ended, and the lead's end, which the
+     * owner hears of once every member has ended too. */
+    unsigned members;
+    int lead_ended;
+    int lead_reason;
+};
+
+/*
+ * Makes conn, not yet connected or accepted, the lead of a new bundle:
+ * its callbacks (conn->ops, conn->cb_arg, already the owner's) are
+ * wrapped.  A server's bundle gets its id and token and is listed for
+ * joining rails.  CM thread, or the connecting thread before the
+ * connection is shared.  0 or -ENOMEM.
+ */
+int gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server);
+
+/* The server's bundle id with token, listed and its lead not ended, or
+ * NULL.  The comparison of the token takes the same time wherever it
+ * differs.  CM thread (the only one that unlists bundles); takes
+ * engine->lock. */
+struct gfr_rdma_bundle *gfr_rdma_bundle_find(struct gfr_rdma *engine, uint32_t id,
+                                             uint64_t token);
+
+/* Makes conn, not yet connected or accepted, a rail of bundle: -ENOSPC
+ * when it has GFR_CM_MAX_RAILS already.  CM thread. */
+int gfr_rdma_bundle_member(struct gfr_rdma_bundle *bundle, struct gfr_rdma_conn *conn);
+
+/* Frees a bundle whose lead is being freed.  Its lead's, once. */
+void gfr_rdma_bundle_free(struct gfr_rdma_bundle *bundle);
+
+#endif /* GFR_ENGINE_BUNDLE_H */
