@@ -18,6 +18,13 @@
  * (reply-spin-max-us; docs/engine.md, "Polling where a reply is
  * expected").
  *
+ * Multi-rail (rails=auto in the options of both ends; docs/multi-rail.md):
+ * a connection is the lead of a bundle of rails, one queue pair per
+ * device, and the owner sees only the lead.  Every rail's callbacks come
+ * to the owner as the lead's; gfr_rdma_submit, gfr_rdma_send,
+ * gfr_rdma_throttle and gfr_rdma_disconnect on the lead choose or cover
+ * the rails; disconnected comes once, when every rail has ended.
+ *
  * Functions return 0 or a negative errno.  Ownership: the engine owns
  * connections and listeners.  A connection handle stays valid, whatever
  * happens to the connection, until its owner calls gfr_rdma_conn_release
@@ -80,7 +87,8 @@ struct gfr_rdma_conn_ops {
      * arrive before connected has been called (the CM event and the
      * completion race).  Messages without bulk arrive in the order they
      * were sent; one with bulk arrives once its data has been pulled, so a
-     * later small message may overtake it. */
+     * later small message may overtake it.  In a bundle, messages on
+     * different rails keep no order between them. */
     void (*received)(struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *rx,
                      void *cb_arg);
     /* Exactly once per connection: reason is 0 after an orderly

@@ -5,8 +5,10 @@
  * Every function here that handles a CM event runs on the CM thread.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -877,6 +879,43 @@ conn_opts(const struct gfr_rdma *engine, const struct gfr_rdma_opts *opts, const
     return NULL;
 }
 
+/* A listener with rails on that is bound to one address hears joining
+ * rails only there: each rail address it does not listen on is named in
+ * the log at once, not discovered by a client whose rail is refused. */
+static void
+check_rail_addresses(const struct gfr_rdma_listener *listener)
+{
+    struct sockaddr_storage addrs[GFR_RDMA_MAX_RAIL_ADDRS];
+    const struct sockaddr_storage *bound = &listener->addr;
+    int n = gfr_rdma_opts_rail_addresses(&listener->opts, addrs, GFR_RDMA_MAX_RAIL_ADDRS);
+    char host[INET6_ADDRSTRLEN], what[INET6_ADDRSTRLEN + 160];
+
+    if (bound->ss_family == AF_INET6
+            ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)bound)->sin6_addr)
+            : ((const struct sockaddr_in *)bound)->sin_addr.s_addr == htonl(INADDR_ANY))
+        return;
+    for (int i = 0; i < n; i++) {
+        int same = addrs[i].ss_family == bound->ss_family &&
+                   (bound->ss_family == AF_INET6
+                        ? memcmp(&((struct sockaddr_in6 *)&addrs[i])->sin6_addr,
+                                 &((const struct sockaddr_in6 *)bound)->sin6_addr, 16) == 0
+                        : ((struct sockaddr_in *)&addrs[i])->sin_addr.s_addr ==
+                              ((const struct sockaddr_in *)bound)->sin_addr.s_addr);
+
+        if (same)
+            continue;
+        inet_ntop(addrs[i].ss_family,
+                  addrs[i].ss_family == AF_INET6
+                      ? (const void *)&((struct sockaddr_in6 *)&addrs[i])->sin6_addr
+                      : (const void *)&((struct sockaddr_in *)&addrs[i])->sin_addr,
+                  host, sizeof(host));
+        snprintf(what, sizeof(what), "rail address %s is not its address, so rails that "
+                 "join there are refused: listen on the wildcard address (no bind-address) "
+                 "to serve rails", host);
+        log_listener(listener, what);
+    }
+}
+
 int
 gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlog,
                 const struct gfr_rdma_opts *opts, gfr_rdma_accept_fn accept, void *cb_arg,
@@ -916,6 +955,8 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     len = sizeof(listener->addr);
     gfr_rdma_copy_addr(rdma_get_local_addr(listener->id),
                        (struct sockaddr *)&listener->addr, &len);
+    if (listener->opts.rails == GFR_RAILS_AUTO)
+        check_rail_addresses(listener);
     pthread_mutex_lock(&engine->lock);
     cds_list_add_tail(&listener->link, &engine->listeners);
     pthread_mutex_unlock(&engine->lock);

@@ -11,7 +11,9 @@
  * accepted parameters must encode back to the same 20 bytes (flags and
  * reserved aside) and negotiate, against this side's defaults, to values
  * no larger than either side's; the liveness probe (bytes 20-31) counts
- * only when all 12 bytes came and its rkey is not 0.
+ * only when all 12 bytes came and its rkey is not 0.  The multi-rail part
+ * (gfr_cm_rails_decode; "Multi-rail" there) likewise: its verdict, and
+ * what it accepted encodes back to the same bytes, reserved ones aside.
  */
 #include "fuzz-common.h"
 #include "gfr_be.h"
@@ -77,6 +79,51 @@ check_probe(const uint8_t *p, size_t len, const struct gfr_cm_params *peer)
         disagree("the probe decodes otherwise than docs/wire-protocol.md says");
 }
 
+/* The document's verdict on the multi-rail part of these bytes. */
+static enum gfr_cm_reject_reason
+spec_rails_verdict(const uint8_t *p, size_t len)
+{
+    unsigned naddrs;
+
+    if (len < 20)
+        return GFR_CM_REJECT_SHORT;
+    if (p[5] & 2) /* JOIN: bundle (never 0) and token */
+        return len < 44 || gfr_get_be32(p + 32) == 0 ? GFR_CM_REJECT_SHORT
+                                                      : GFR_CM_REJECT_NONE;
+    naddrs = len >= 48 ? p[44] : 0;
+    if (naddrs > 4)
+        return GFR_CM_REJECT_PARAMS;
+    if (naddrs && len < 48 + 20 * naddrs)
+        return GFR_CM_REJECT_SHORT;
+    for (unsigned i = 0; i < naddrs; i++)
+        if (p[48 + 20 * i] != 4 && p[48 + 20 * i] != 6)
+            return GFR_CM_REJECT_PARAMS;
+    return GFR_CM_REJECT_NONE;
+}
+
+static void
+check_rails(const uint8_t *p, size_t len)
+{
+    enum gfr_cm_reject_reason why = GFR_CM_REJECT_NONE;
+    struct gfr_cm_rails rails;
+    uint8_t again[GFR_CM_PRIVATE_MAX];
+    int rc = gfr_cm_rails_decode(p, len, &rails, &why), n;
+
+    if (why != spec_rails_verdict(p, len))
+        disagree("the rails' verdict differs from docs/wire-protocol.md");
+    if ((rc == 0) != (why == GFR_CM_REJECT_NONE))
+        disagree("return code and reject reason of the rails disagree");
+    if (rc != 0 || !rails.bundle)
+        return;
+    memset(again, 0, sizeof(again));
+    n = gfr_cm_rails_encode(&rails, again, sizeof(again));
+    if (n < GFR_CM_JOIN_SIZE || again[5] != p[5] || memcmp(again + 32, p + 32, 12) != 0)
+        disagree("accepted rails do not encode back to their bytes");
+    for (int off = 48; off < n; off += 20)
+        if (again[off] != p[off] || memcmp(again + off + 2, p + off + 2, 18) != 0)
+            disagree("an accepted rail address encodes back to other bytes");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -98,6 +145,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_accepted(pd, &peer);
         check_probe(pd, size, &peer);
     }
+    check_rails(pd, size);
     free(pd);
     return 0;
 }

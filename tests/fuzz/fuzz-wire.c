@@ -58,8 +58,11 @@ spec_valid(const uint8_t *p, size_t len, const struct gfr_wire_limits *lim)
         return 0;
     if (written && type != 5 && type != 4)
         return 0;
-    /* REPLY_ENDS_READS only on a MSG with a read list; other bits ignored */
+    /* REPLY_ENDS_READS only on a MSG with a read list, AWAITS_REPLY only on
+     * a MSG; other bits ignored */
     if ((flags & 1) && (type != 1 || !n_read))
+        return 0;
+    if ((flags & 2) && type != 1)
         return 0;
     seg = p + 24;
     for (unsigned i = 0; i < n_read + n_write; i++, seg += 16) {

@@ -137,6 +137,8 @@ gluster_setup() {
 # (thread-count N) sits between posix and the server, as in every brick
 # graph glusterd makes: it takes the name NAME-posix that clients ask for,
 # and posix becomes NAME-store.
+# With brick_bind=ADDR set, the rdma listener binds ADDR (0.0.0.0: every
+# address, as a brick of glusterd's does) instead of GFR_SERVER_ADDR.
 brick_volfile() {
 	local name=$1 transport=$2 port=$3 line allow="    option auth.addr.$1-posix.allow *"
 	local store=$1-posix
@@ -164,7 +166,7 @@ volume $name-server
     type protocol/server
     option transport-type $transport
     option transport.rdma.listen-port $port
-    option transport.rdma.bind-address $GFR_SERVER_ADDR
+    option transport.rdma.bind-address ${brick_bind:-$GFR_SERVER_ADDR}
     option transport.socket.listen-port $((port + 1))
     option transport.socket.bind-address $GFR_SERVER_ADDR
     option transport.address-family inet
@@ -229,7 +231,7 @@ brick_start() {
 	for i in $(seq 100); do
 		case $transport in
 		tcp) ss -ltn | grep -q "$GFR_SERVER_ADDR:$((port + 1)) " && return 0 ;;
-		*) [ "$(grep -c "listening for RDMA connections on $GFR_SERVER_ADDR:$port" \
+		*) [ "$(grep -c "listening for RDMA connections on ${brick_bind:-$GFR_SERVER_ADDR}:$port" \
 			"$log" 2>/dev/null)" -gt "${seen:-0}" ] && return 0 ;;
 		esac
 		sleep 0.2

@@ -421,6 +421,19 @@ fabric_rails_tx() {
 	echo
 }
 
+# fabric_rails_counters: "vethN TX_BYTES TX_PACKETS" for veth0..3, and
+# fabric_links: "DEVICE/PORT NETDEV" for each RDMA link: perf/rail-split's
+# input.
+fabric_rails_counters() {
+	local v
+	for v in veth0 veth1 veth2 veth3; do
+		echo "$v $(net_counter "$v" tx_bytes) $(net_counter "$v" tx_packets)"
+	done
+}
+fabric_links() {
+	rdma link show | awk '{ for (i = 1; i < NF; i++) if ($i == "netdev") print $2, $(i + 1) }'
+}
+
 # fabric_rails_down: removes what fabric_rails_up built (whatever of it is
 # there), leaving the fabric as fabric-up made it.
 fabric_rails_down() {

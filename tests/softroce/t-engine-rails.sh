@@ -6,7 +6,9 @@
 # are RDMA-written into offered buffers and requests pulled) are each
 # checked byte by byte.  Checked: both rails carry calls, on their own
 # devices, and each rail's veth pair carries its traffic; a server
-# without rail addresses keeps the client on one rail, and says so.
+# without rail addresses keeps the client on one rail, and says so; a
+# server bound to one address names the rail address it cannot serve,
+# and the client goes on without the refused rail.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
@@ -44,3 +46,15 @@ grep -q "the server offered none" "$pair_dir/client" ||
 grep -q "rail-addresses names no address" "$pair_dir/server" ||
 	fail "the server did not say why it offers no rails"
 echo "t-engine-rails: a server without rail addresses: one rail, said on both sides"
+
+# A server bound to the first rail's address alone names the rail address
+# it cannot serve; the client's second rail is refused, and the calls go
+# on over the first.
+run_pair t-engine-rails 120 "$prog" server "$GFR_SERVER_ADDR" 20122 -r -o rails=auto -o "$offer" -- \
+	"$prog" client "$GFR_SERVER_ADDR" 20122 "$GFR_CLIENT_ADDR" -r -n 200 -b 16 -s 65536 \
+	-o rails=auto || fail "the calls to a server bound to one rail failed"
+grep -q "rail address $GFR_SERVER_ADDR2 is not its address" "$pair_dir/server" ||
+	fail "the server did not name the rail address it does not listen on"
+grep -q "rail 1 could not join" "$pair_dir/client" || fail "the refused rail was not reported"
+grep -q "rail 1 on" "$pair_dir/client" && fail "a refused rail carried calls"
+echo "t-engine-rails: a server bound to one address: named, the other rail refused, one rail"

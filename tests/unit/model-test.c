@@ -2,11 +2,14 @@
 /*
  * Two engines, a server and a client, talk over the verbs model
  * (verbs-model.h) under each provider profile, one seed after another.
- * Each seed draws the options (receive queue, credits, keepalive; and
- * each connection's own credits, rdma-depth and, with receive buffers of
- * its own, inline size), the connections, the requests (sizes, reply
+ * Each seed draws the options (receive queue, credits, keepalive, rails;
+ * and each connection's own credits, rdma-depth and, with receive buffers
+ * of its own, inline size), the connections, the requests (sizes, reply
  * buffers, reply sizes) and one fault (none, a QP error, port down, device
- * removal, a peer that disconnects) at a random work request; the model draws the fabric's order and delays.
+ * removal, a peer that disconnects) at a random work request, on either
+ * rail's devices when the connections spread over two (multi-rail: the
+ * invariants below hold for each owner's connection, whatever its rails
+ * do); the model draws the fabric's order and delays.
  *
  * After every seed, the invariants:
  * - every request the engine took completes exactly once, before its
@@ -419,6 +422,53 @@ all_set_up(struct run *run)
     return 1;
 }
 
+/* Multi-rail: the rails of engine's bundles that are established, over
+ * its connections that are. */
+static unsigned
+rails_established(struct gfr_rdma *engine, unsigned *conns)
+{
+    struct gfr_rdma_snapshot *snap;
+    unsigned rails = 0;
+
+    *conns = 0;
+    if (gfr_rdma_snapshot(engine, &snap) != 0)
+        return 0;
+    for (unsigned i = 0; i < snap->nconns; i++) {
+        const struct gfr_rdma_conn_info *c = &snap->conns[i];
+
+        if (strcmp(c->state, "ESTABLISHED") != 0)
+            continue;
+        if (c->bundle && c->rail)
+            rails++;
+        else
+            ++*conns;
+    }
+    gfr_rdma_snapshot_free(snap);
+    return rails;
+}
+
+/* Multi-rail: each client connection's second rail joins before the
+ * requests start, unless a fault came first; bounded by WAIT_MS.  Takes
+ * no lock of the run's. */
+static void
+wait_for_rails(struct run *run, struct gfr_rdma *client)
+{
+    unsigned conns = 0, rails = 0;
+
+    for (unsigned ms = 0; ms < WAIT_MS && !model_faults_injected(); ms += 2) {
+        rails = rails_established(client, &conns);
+        if (conns && rails >= conns)
+            return;
+        usleep(2000);
+    }
+    if (!model_faults_injected()) {
+        pthread_mutex_lock(&run->lock);
+        problem(run, "%u of %u client connection(s) have their second rail after %d ms",
+                rails, conns, WAIT_MS);
+        pthread_mutex_unlock(&run->lock);
+    }
+}
+
 /* Every request has completed, and each answered or its connection gone. */
 static int
 all_settled(struct run *run)
@@ -581,6 +631,20 @@ stop_here(struct run *run, enum model_profile profile, uint64_t seed)
 /* Completions the profile gave twice, in its seeds so far. */
 static unsigned duplicates_given;
 
+/* A number drawn from seed and salt apart from the run's stream
+ * (splitmix64's finalizer). */
+static uint64_t
+mix(uint64_t seed, uint64_t salt)
+{
+    uint64_t h = (seed + 1) * 0x9e3779b97f4a7c15ULL + salt * 0xd6e8feb86659fd93ULL;
+
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
 /* Options of connection `which` (0: the listener's, 1...: a client's):
  * the engine's, with credits and rdma-depth of its own, and its own
  * inline size where receive buffers are each connection's (the engine
@@ -613,7 +677,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     struct gfr_pool *pool = NULL;
     struct gfr_rdma *server = NULL, *client = NULL;
     struct gfr_rdma_listener *listener = NULL;
-    struct sockaddr_in srv_addr, cli_addr;
+    struct sockaddr_in srv_addr, cli_addr, listen_addr;
     char report[4096];
     unsigned findings;
     int faulted, err;
@@ -642,6 +706,15 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
      * the faults; drawn apart from the stream above, which stays as it was. */
     if ((seed * 0x9e3779b97f4a7c15ULL) >> 63)
         opts.keepalive_ms = 5;
+    /* Three seeds in eight spread each connection over both rails (multi-
+     * rail): the server listens on every address and offers both, and the
+     * fault may hit either rail's devices; drawn apart from the stream. */
+    if (mix(seed, 1) % 8 < 3) {
+        opts.rails = GFR_RAILS_AUTO;
+        assert_int_equal(gfr_rdma_opts_set(&opts, "rail-addresses", "10.0.0.1,10.0.1.1",
+                                           NULL, 0), 0);
+        plan.host += 2 * (unsigned)(mix(seed, 2) % 2);
+    }
     assert_int_equal(model_start(profile, seed, &plan, disconnect_one, run), 0);
     gfr_pool_opts_init(&pool_opts);
     pool_opts.name = "model";
@@ -650,9 +723,12 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     assert_int_equal(gfr_rdma_create(&opts, pool, &client), 0);
     model_addr(0, PORT, &srv_addr);
     model_addr(1, 0, &cli_addr);
+    listen_addr = srv_addr;
+    if (opts.rails == GFR_RAILS_AUTO) /* rails join on the second address */
+        listen_addr.sin_addr.s_addr = htonl(INADDR_ANY);
     conn_opts(&opts, seed, 0, &listener_opts);
-    assert_int_equal(gfr_rdma_listen(server, (struct sockaddr *)&srv_addr, 16, &listener_opts,
-                                     on_accept, run, &listener),
+    assert_int_equal(gfr_rdma_listen(server, (struct sockaddr *)&listen_addr, 16,
+                                     &listener_opts, on_accept, run, &listener),
                      0);
     /* an engine-wide option of its own is refused, before anything starts */
     engine_wide = opts;
@@ -677,6 +753,8 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     if (wait_for(run, all_set_up) != 0)
         problem(run, "connections not set up within %d ms", WAIT_MS);
     pthread_mutex_unlock(&run->lock);
+    if (opts.rails == GFR_RAILS_AUTO)
+        wait_for_rails(run, client);
     for (unsigned k = 0; k < run->nreqs; k++)
         for (unsigned c = 0; c < run->nclients; c++)
             if (run->clients[c].connected)
@@ -722,12 +800,13 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     else
         faults_seen[MODEL_FAULT_NONE]++;
     if (findings || run->nproblems || getenv("GFR_MODEL_VERBOSE")) {
-        print_message("model %s seed %llu: fault %s at work request %u on host %u (%s); "
-                      "%u client connection(s), %u requests each, receive-queue=%s, "
+        print_message("model %s seed %llu: fault %s at work request %u on device %u (%s); "
+                      "%u client connection(s)%s, %u requests each, receive-queue=%s, "
                       "the listener's credits=%u rdma-depth=%u inline-max=%u\n",
                       model_profile_name(profile), (unsigned long long)seed,
                       model_fault_name(plan.fault), plan.at_post, plan.host,
-                      faulted ? "injected" : "not reached", run->nclients, run->nreqs,
+                      faulted ? "injected" : "not reached", run->nclients,
+                      opts.rails == GFR_RAILS_AUTO ? " over two rails" : "", run->nreqs,
                       opts.receive_queue == GFR_RQ_SRQ ? "srq" : "per-connection",
                       listener_opts.credits, listener_opts.rdma_depth, listener_opts.inline_max);
         if (run->nproblems)

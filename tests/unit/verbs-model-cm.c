@@ -152,12 +152,15 @@ rdma_resolve_addr(struct rdma_cm_id *cmid, struct sockaddr *src, struct sockaddr
         return -1;
     }
     pthread_mutex_lock(&vm.lock);
-    if (src)
+    if (src) {
         h = vm_host_of_ip(((const struct sockaddr_in *)src)->sin_addr.s_addr);
-    else
-        for (unsigned i = 0; i < NHOSTS && !h; i++)
-            if (vm.hosts[i].ip != d->sin_addr.s_addr)
-                h = &vm.hosts[i];
+    } else {
+        /* the route: the other host's device on the destination's rail */
+        struct mhost *to = vm_host_of_ip(d->sin_addr.s_addr);
+
+        if (to)
+            h = &vm.hosts[(unsigned)(to - vm.hosts) ^ 1];
+    }
     if (!h || h->removed || !vm_host_of_ip(d->sin_addr.s_addr)) {
         vm_cm_event(id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH, NULL, 0, NULL);
     } else {

@@ -19,7 +19,9 @@
 
 #include "verbs-model.h"
 
-#define NHOSTS 2
+/* Devices: model0 and model1 are the two hosts' first rail, model2 and
+ * model3 their second (model_addr). */
+#define NHOSTS 4
 #define MAX_SGE 4
 #define MAX_FINDINGS 32
 /* Visits a work request to a dead peer gets before it fails with retry

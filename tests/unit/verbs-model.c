@@ -792,7 +792,8 @@ void
 model_addr(unsigned host, uint16_t port, struct sockaddr_in *sin)
 {
     *sin = (struct sockaddr_in){.sin_family = AF_INET,
-                                .sin_addr.s_addr = htonl(0x0a000001 + host),
+                                .sin_addr.s_addr = htonl(0x0a000001 + (host / 2) * 0x100 +
+                                                         host % 2),
                                 .sin_port = htons(port)};
 }
 
@@ -840,7 +841,7 @@ model_start(enum model_profile profile, uint64_t seed, const struct model_plan *
         host->ctx.ops.post_srq_recv = model_post_srq_recv;
         host->ctx.ops.poll_cq = model_poll_cq;
         host->ctx.ops.req_notify_cq = model_req_notify_cq;
-        host->ip = htonl(0x0a000001 + h);
+        host->ip = htonl(0x0a000001 + (h / 2) * 0x100 + h % 2);
         if (vm_ready_fd_open(&host->async) != 0) {
             pthread_mutex_unlock(&vm.lock);
             return -errno;

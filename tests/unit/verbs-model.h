@@ -2,7 +2,9 @@
 /*
  * A verbs and rdma_cm model with hardware semantics, for host tests: two
  * simulated hosts (10.0.0.1 on device model0, 10.0.0.2 on model1) joined
- * by a fabric thread, over which two engines in one test process talk.
+ * by a fabric thread, over which two engines in one test process talk;
+ * each host has a second rail (10.0.1.1 on model2, 10.0.1.2 on model3),
+ * which an address resolved without a source reaches from its own.
  * It replaces libibverbs' and librdmacm's stateful calls for the whole
  * test program (the string helpers stay the libraries').  A test double:
  * it never ships in rdma.so.
@@ -51,7 +53,7 @@ enum model_fault {
 struct model_plan {
     enum model_fault fault;
     unsigned at_post;
-    unsigned host; /* 0 or 1: whose device (port down, removal) */
+    unsigned host; /* 0 to 3: which device (port down, removal; model_addr) */
 };
 
 /* Called by the fabric thread, without the model's lock, for
@@ -77,7 +79,8 @@ unsigned model_faults_injected(void);
  * flush of a READ: flushes_read_twice). */
 unsigned model_duplicates(void);
 
-/* The address of host 0 or 1 with port. */
+/* The address of device 0 to 3 (host 0 or 1, on rail 0 or 1: device
+ * host + 2 * rail) with port. */
 void model_addr(unsigned host, uint16_t port, struct sockaddr_in *sin);
 
 const char *model_profile_name(enum model_profile profile);
