@@ -40,6 +40,26 @@ with_sanitizers() {
 	env "${gfr_sanitizer_env[@]}" "$@"
 }
 
+# fuse_mount MOUNTPOINT LOG VOLFILE [OPTION...]: stock glusterfs mounts
+# VOLFILE at MOUNTPOINT (made if need be) with --direct-io-mode=enable, so
+# that every read reaches the brick, and the OPTIONs, logging to LOG; then
+# waits up to 20 s for the mount to answer.  1, with a message naming LOG,
+# when it does not.
+fuse_mount() {
+	local mnt=$1 log=$2 vol=$3 i
+	shift 3
+	mkdir -p "$mnt"
+	with_sanitizers glusterfs -f "$vol" --direct-io-mode=enable "$@" -l "$log" "$mnt" ||
+		{ echo "gluster-lib: glusterfs could not mount $vol (log: $log)"; return 1; }
+	for i in $(seq 100); do
+		mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1 &&
+			grep -q "^glusterfs.* $mnt fuse.glusterfs" /proc/mounts && return 0
+		sleep 0.2
+	done
+	echo "gluster-lib: no glusterfs mount at $mnt after 20 s (log: $log)"
+	return 1
+}
+
 # with_leak_check CMD [ARG...]: with_sanitizers with LeakSanitizer on, for
 # a gfapi program that ends with glfs_fini; its reports go to
 # $GFR_GLUSTER_LOGS/lsan.PID and it exits 23 when it wrote one.  Judge them

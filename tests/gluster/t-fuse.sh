@@ -21,15 +21,9 @@ trap cleanup EXIT
 gluster_setup || exit 1
 brick_start $name rdma 24120 || exit 1
 client_volfile $name rdma 24120 >"$GFR_GLUSTER_RUN/$name/client.vol"
-mkdir -p "$mnt"
 before=$(fabric_snapshot)
-with_sanitizers glusterfs -f "$GFR_GLUSTER_RUN/$name/client.vol" --direct-io-mode=enable \
-	-l "$GFR_GLUSTER_LOGS/$name-fuse.log" "$mnt" || fail "the FUSE mount failed"
-for i in $(seq 50); do
-	mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1 && break
-	sleep 0.2
-done
-grep -q "^glusterfs.* $mnt fuse.glusterfs" /proc/mounts || fail "no glusterfs mount at $mnt"
+fuse_mount "$mnt" "$GFR_GLUSTER_LOGS/$name-fuse.log" "$GFR_GLUSTER_RUN/$name/client.vol" ||
+	fail "the FUSE mount failed"
 
 head -c $((256 << 20)) /dev/urandom >"$src" || fail "cannot make the source data"
 start=$(date +%s%N)

@@ -29,17 +29,12 @@ trap cleanup EXIT
 
 gluster_setup || exit 1
 fabric_rails_up || exit 1
-mkdir -p "$mnt" "$dir"
+mkdir -p "$dir"
 offer="transport.rdma.rail-addresses $GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
 brick_bind=0.0.0.0 brick_start $name rdma $port "transport.rdma.rails auto" "$offer" || exit 1
 client_volfile $name rdma $port "transport.rdma.rails auto" >"$GFR_GLUSTER_RUN/$name/client.vol"
-with_sanitizers glusterfs -f "$GFR_GLUSTER_RUN/$name/client.vol" --direct-io-mode=enable \
-	-l "$GFR_GLUSTER_LOGS/$name-fuse.log" "$mnt" || fail "the FUSE mount failed"
-for i in $(seq 50); do
-	mountpoint -q "$mnt" && stat "$mnt" >/dev/null 2>&1 && break
-	sleep 0.2
-done
-grep -q "^glusterfs.* $mnt fuse.glusterfs" /proc/mounts || fail "no glusterfs mount at $mnt"
+fuse_mount "$mnt" "$GFR_GLUSTER_LOGS/$name-fuse.log" "$GFR_GLUSTER_RUN/$name/client.vol" ||
+	fail "the FUSE mount failed"
 fpid=$(pgrep -f "glusterfs -f $GFR_GLUSTER_RUN/$name/client.vol" | head -n 1)
 bpid=$(brick_pid $name)
 [ -n "$fpid" ] || fail "no FUSE client process"
