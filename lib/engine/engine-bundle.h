@@ -66,6 +66,11 @@ struct gfr_rdma_bundle {
  */
 int gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server);
 
+/* Sets what snapshots show of conn's place in a bundle: the bundle's id
+ * (a client learns it from the server's accept) and its rail.  Any
+ * thread; takes conn->lock, under which snapshots read them. */
+void gfr_rdma_bundle_name(struct gfr_rdma_conn *conn, uint32_t id, unsigned rail);
+
 /* The server's bundle id with token, listed and its lead not ended, or
  * NULL.  The comparison of the token takes the same time wherever it
  * differs.  CM thread (the only one that unlists bundles); takes

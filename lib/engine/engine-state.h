@@ -395,6 +395,11 @@ struct gfr_rdma_conn {
      * that follows carries, in place of an orderly 0.  uatomic; the first
      * fault sticks. */
     int fault;
+    /* The CM has written the id's addresses for good: a server's before
+     * the connection exists, a client's once its route resolved, both
+     * before CONNECTING (set with it).  Until then rdma_cm may be writing
+     * them, so they are read only after, under lock. */
+    int addrs_known;
     int was_connected; /* ESTABLISHED seen: written by the CM thread under
                         * lock, read under lock or on the CM thread */
     uint64_t connect_deadline_ns; /* CONNECTING longer than this: given up (CM thread) */
@@ -439,7 +444,8 @@ struct gfr_rdma_conn {
      * (set before the connection is shared; a member's is cleared when it
      * ends, the lead's stays until it is freed, with the bundle); whether
      * it is the lead, the owner's handle; its rail and the bundle's id
-     * (for snapshots, which may outlive the bundle); and what its CM
+     * (for snapshots, which may outlive the bundle; written under lock);
+     * and what its CM
      * private data says of rails (set before connect or accept). */
     struct gfr_rdma_bundle *bundle;
     int bundle_lead;

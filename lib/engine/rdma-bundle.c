@@ -175,9 +175,17 @@ gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server)
     conn->cb_arg = b;
     conn->bundle = b;
     conn->bundle_lead = 1;
-    conn->rail = 0;
-    conn->bundle_id = b->id;
+    gfr_rdma_bundle_name(conn, b->id, 0);
     return 0;
+}
+
+void
+gfr_rdma_bundle_name(struct gfr_rdma_conn *conn, uint32_t id, unsigned rail)
+{
+    pthread_mutex_lock(&conn->lock);
+    conn->bundle_id = id;
+    conn->rail = rail;
+    pthread_mutex_unlock(&conn->lock);
 }
 
 struct gfr_rdma_bundle *
@@ -214,8 +222,7 @@ gfr_rdma_bundle_member(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *conn)
     conn->ops = &bundle_ops;
     conn->cb_arg = b;
     conn->bundle = b;
-    conn->rail = rail;
-    conn->bundle_id = b->id;
+    gfr_rdma_bundle_name(conn, b->id, rail);
     return 0;
 }
 

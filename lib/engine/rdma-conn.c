@@ -279,14 +279,18 @@ gfr_rdma_conn_setup(struct gfr_rdma_conn *conn)
         err = gfr_rdma_conn_create_qp(conn);
     if (err)
         return err;
-    gfr_rdma_conn_table_add(conn->dev, conn);
-
     /* Local values until the peer's are known (gfr_rdma_conn_negotiate):
-     * receives are accepted from now on, sends wait for ESTABLISHED. */
+     * receives are accepted from now on, sends wait for ESTABLISHED.  Under
+     * the lock, which snapshots read them under (the connection is listed
+     * since gfr_rdma_conn_new), and before the QP number leads completions
+     * here. */
+    pthread_mutex_lock(&conn->lock);
     conn->limits.max_msg = conn->opts.max_msg;
     conn->limits.max_segs = GFR_WIRE_MAX_SEGS;
     gfr_credits_init(&conn->credits, conn->nrecv);
     conn->credits.send_avail = 0;
+    pthread_mutex_unlock(&conn->lock);
+    gfr_rdma_conn_table_add(conn->dev, conn);
     if (conn->dev->srq)
         return 0;
     for (uint32_t i = 0; i < conn->nrecv; i++) {
@@ -350,7 +354,8 @@ gfr_rdma_copy_addr(const struct sockaddr *from, struct sockaddr *addr, socklen_t
 }
 
 /* One of the connection's addresses (get: rdma_get_peer_addr or
- * rdma_get_local_addr), under conn->lock: finalize clears the id under it. */
+ * rdma_get_local_addr), under conn->lock: finalize clears the id under it,
+ * and rdma_cm writes them until conn->addrs_known. */
 static int
 conn_addr(struct gfr_rdma_conn *conn, struct sockaddr *(*get)(struct rdma_cm_id *),
           struct sockaddr *addr, socklen_t *len)
@@ -360,7 +365,7 @@ conn_addr(struct gfr_rdma_conn *conn, struct sockaddr *(*get)(struct rdma_cm_id 
     if (!conn)
         return -EINVAL;
     pthread_mutex_lock(&conn->lock);
-    err = gfr_rdma_copy_addr(conn->id ? get(conn->id) : NULL, addr, len);
+    err = gfr_rdma_copy_addr(conn->id && conn->addrs_known ? get(conn->id) : NULL, addr, len);
     pthread_mutex_unlock(&conn->lock);
     return err;
 }
@@ -615,8 +620,6 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     if (conn->recv_mr)
         ibv_dereg_mr(conn->recv_mr);
     gfr_rdma_conn_free_send_side(conn);
-    if (conn->poller)
-        gfr_rdma_dev_put(conn->poller, cq_entries(conn));
     if (conn->id)
         rdma_destroy_id(conn->id);
     conn->id = NULL;
@@ -627,6 +630,10 @@ gfr_rdma_conn_finalize(struct gfr_rdma_conn *conn)
     conn->recv_buf = NULL;
     conn->recv_wr = NULL;
     pthread_mutex_unlock(&conn->lock);
+    /* Takes engine->lock, which snapshots hold while they take connection
+     * locks: never under conn->lock. */
+    if (conn->poller)
+        gfr_rdma_dev_put(conn->poller, cq_entries(conn));
 
     pthread_mutex_lock(&engine->lock);
     conn->finalized = 1;

@@ -203,10 +203,10 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
         rdma_destroy_id(event->id);
         return;
     }
+    event->id->context = conn;
+    pthread_mutex_lock(&conn->lock); /* listed already: snapshots read these */
     conn->id = event->id;
-    conn->id->context = conn;
     conn->is_server = 1;
-    pthread_mutex_lock(&conn->lock);
     gfr_rdma_conn_set_state_locked(conn, GFR_CONN_CONNECTING);
     pthread_mutex_unlock(&conn->lock);
     conn->connect_deadline_ns = gfr_deadline_ns(conn->opts.connect_timeout_ms);
@@ -1011,19 +1011,21 @@ client_conn_new(struct gfr_rdma *engine, const struct sockaddr *dst,
                 const struct gfr_rdma_opts *opts, struct gfr_rdma_conn **connp)
 {
     struct gfr_rdma_conn *conn = gfr_rdma_conn_new(engine, opts, dst);
+    struct rdma_cm_id *id;
     int err;
 
     if (!conn)
         return -ENOMEM;
-    pthread_mutex_lock(&conn->lock);
-    gfr_rdma_conn_set_state_locked(conn, GFR_CONN_RESOLVING_ADDR);
-    pthread_mutex_unlock(&conn->lock);
-    if (rdma_create_id(engine->channel, &conn->id, conn, RDMA_PS_TCP) != 0) {
+    if (rdma_create_id(engine->channel, &id, conn, RDMA_PS_TCP) != 0) {
         err = -errno;
         gfr_rdma_conn_log(conn, "rdma_create_id failed: %s", strerror(-err));
         client_conn_drop(conn);
         return err;
     }
+    pthread_mutex_lock(&conn->lock); /* listed already: snapshots read these */
+    conn->id = id;
+    gfr_rdma_conn_set_state_locked(conn, GFR_CONN_RESOLVING_ADDR);
+    pthread_mutex_unlock(&conn->lock);
     *connp = conn;
     return 0;
 }
@@ -1079,7 +1081,7 @@ join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
     }
     b->id = offer->bundle;
     b->token = offer->token;
-    lead->bundle_id = offer->bundle;
+    gfr_rdma_bundle_name(lead, offer->bundle, 0);
     for (unsigned i = 0; i < offer->naddrs; i++) {
         const struct gfr_cm_rail_addr *a = &offer->addrs[i];
         struct sockaddr_storage dst = {0};

@@ -210,6 +210,8 @@ gfr_rdma_conn_set_state_locked(struct gfr_rdma_conn *conn, enum gfr_conn_state t
         return -EINVAL;
     }
     uatomic_set(&conn->state, to);
+    if (to == GFR_CONN_CONNECTING)
+        conn->addrs_known = 1;
     return 0;
 }
 

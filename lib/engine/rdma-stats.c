@@ -59,7 +59,7 @@ conn_info(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_info *info)
     const struct gfr_rdma_pending *p;
 
     pthread_mutex_lock(&conn->lock);
-    if (conn->id) {
+    if (conn->id && conn->addrs_known) { /* rdma_cm's until then */
         addr_str(rdma_get_peer_addr(conn->id), info->peer);
         addr_str(rdma_get_local_addr(conn->id), info->local);
     }
