@@ -17,6 +17,7 @@
 #include <urcu/uatomic.h>
 #include <urcu/urcu-memb.h>
 
+#include "gfr_addr.h"
 #include "gfr_clock.h"
 #include "engine-conn.h"
 
@@ -130,10 +131,8 @@ static void
 offer_rails(struct gfr_rdma_conn *conn, struct gfr_rdma_listener *listener)
 {
     struct sockaddr_storage addrs[GFR_RDMA_MAX_RAIL_ADDRS];
-    const struct sockaddr_storage *bound = &listener->addr;
-    uint16_t port = bound->ss_family == AF_INET6
-                        ? ntohs(((const struct sockaddr_in6 *)bound)->sin6_port)
-                        : ntohs(((const struct sockaddr_in *)bound)->sin_port);
+    char bound[INET6_ADDRSTRLEN];
+    unsigned port;
     struct gfr_cm_rails *offer = &conn->cm_rails;
     int n = gfr_rdma_opts_rail_addresses(&conn->opts, addrs, GFR_RDMA_MAX_RAIL_ADDRS);
     int err;
@@ -150,12 +149,13 @@ offer_rails(struct gfr_rdma_conn *conn, struct gfr_rdma_listener *listener)
                           "stays on one rail", strerror(-err));
         return;
     }
+    gfr_addr_host_port((const struct sockaddr *)&listener->addr, bound, &port);
     *offer = (struct gfr_cm_rails){.flags = GFR_CM_F_RAILS, .bundle = conn->bundle_id,
                                    .token = conn->bundle->token, .naddrs = (unsigned)n};
     for (int i = 0; i < n; i++) {
         struct gfr_cm_rail_addr *a = &offer->addrs[i];
 
-        a->port = port;
+        a->port = (uint16_t)port;
         if (addrs[i].ss_family == AF_INET6) {
             a->family = 6;
             memcpy(a->addr, &((struct sockaddr_in6 *)&addrs[i])->sin6_addr, 16);
@@ -886,29 +886,18 @@ static void
 check_rail_addresses(const struct gfr_rdma_listener *listener)
 {
     struct sockaddr_storage addrs[GFR_RDMA_MAX_RAIL_ADDRS];
-    const struct sockaddr_storage *bound = &listener->addr;
     int n = gfr_rdma_opts_rail_addresses(&listener->opts, addrs, GFR_RDMA_MAX_RAIL_ADDRS);
-    char host[INET6_ADDRSTRLEN], what[INET6_ADDRSTRLEN + 160];
+    char bound[INET6_ADDRSTRLEN], host[INET6_ADDRSTRLEN], what[INET6_ADDRSTRLEN + 160];
+    unsigned port;
 
-    if (bound->ss_family == AF_INET6
-            ? IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)bound)->sin6_addr)
-            : ((const struct sockaddr_in *)bound)->sin_addr.s_addr == htonl(INADDR_ANY))
+    /* numeric text compares addresses of either family as inet_ntop writes them */
+    gfr_addr_host_port((const struct sockaddr *)&listener->addr, bound, &port);
+    if (strcmp(bound, "0.0.0.0") == 0 || strcmp(bound, "::") == 0)
         return;
     for (int i = 0; i < n; i++) {
-        int same = addrs[i].ss_family == bound->ss_family &&
-                   (bound->ss_family == AF_INET6
-                        ? memcmp(&((struct sockaddr_in6 *)&addrs[i])->sin6_addr,
-                                 &((const struct sockaddr_in6 *)bound)->sin6_addr, 16) == 0
-                        : ((struct sockaddr_in *)&addrs[i])->sin_addr.s_addr ==
-                              ((const struct sockaddr_in *)bound)->sin_addr.s_addr);
-
-        if (same)
+        gfr_addr_host_port((const struct sockaddr *)&addrs[i], host, &port);
+        if (strcmp(host, bound) == 0)
             continue;
-        inet_ntop(addrs[i].ss_family,
-                  addrs[i].ss_family == AF_INET6
-                      ? (const void *)&((struct sockaddr_in6 *)&addrs[i])->sin6_addr
-                      : (const void *)&((struct sockaddr_in *)&addrs[i])->sin_addr,
-                  host, sizeof(host));
         snprintf(what, sizeof(what), "rail address %s is not its address, so rails that "
                  "join there are refused: listen on the wildcard address (no bind-address) "
                  "to serve rails", host);
