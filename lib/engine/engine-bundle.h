@@ -14,19 +14,15 @@
 
 #include "engine-rx.h"
 
-/* Requests a server may hold unanswered in one bundle: a peer that sends
- * more without reading the replies ends it. */
+#include "gfr_calls.h"
+
+/* Entries of a server's table of calls (gfr_calls.h): calls unanswered
+ * and answers not yet acknowledged.  A client that leaves more unanswered
+ * ends its bundle. */
 #define GFR_BUNDLE_MAX_CALLS 65536
 
-/* A server's request awaiting its reply: on which rail it came. */
-struct gfr_rdma_bundle_call {
-    uint32_t xid;
-    uint8_t rail;
-    uint8_t used;
-};
-
 struct gfr_rdma_bundle {
-    struct cds_list_head link; /* engine->bundles (a server's, while its lead lives) */
+    struct cds_list_head link; /* engine->bundles (a server's, until it ends) */
     struct gfr_rdma *engine;
     struct gfr_rdma_conn *lead; /* freed last: it frees the bundle */
     int is_server;
@@ -35,26 +31,29 @@ struct gfr_rdma_bundle {
     const struct gfr_rdma_conn_ops *owner_ops;
     void *owner_arg;
 
-    /* Under lock, taken by submitters, receive handlers and the CM
-     * thread, and never with a connection's lock held: the rails (NULL: a
-     * free slot; rails[0] is the lead for the bundle's life), which are
-     * established and not ended, the requests each has awaiting a reply,
-     * the round-robin turn, and a server's calls by xid (open addressing,
-     * linear probes, calls_size a power of two or 0). */
+    /* Under lock, taken by submitters, receive handlers, done callbacks
+     * and the CM thread, and never with a connection's lock held: the
+     * rails (NULL: a free slot; rails[0] is the lead for the bundle's
+     * life, live or not), which are established and not ended, the
+     * requests each has awaiting a reply, the round-robin turn; a
+     * server's calls (gfr_calls.h); a client's kept calls by xid
+     * (docs/multi-rail.md, "Failover without loss"); and whether the
+     * bundle is ending (no failover any more: the owner disconnected, or
+     * no rail is left). */
     pthread_mutex_t lock;
     struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS];
     int live[GFR_CM_MAX_RAILS];
     unsigned long inflight[GFR_CM_MAX_RAILS];
     unsigned turn;
+    uint8_t last_rail_id; /* a client's: the id its newest member got */
     int throttled; /* the owner's last gfr_rdma_throttle */
-    struct gfr_rdma_bundle_call *calls;
-    uint32_t calls_size, calls_used;
+    struct gfr_calls calls;
+    struct cds_list_head kept[GFR_RDMA_XID_BUCKETS];
+    int ending;
+    int reason; /* the end's, for the owner */
 
-    /* CM thread only: members not yet ended, and the lead's end, which the
-     * owner hears of once every member has ended too. */
-    unsigned members;
-    int lead_ended;
-    int lead_reason;
+    /* CM thread only: rails not yet ended (the lead and its members). */
+    unsigned open;
 };
 
 /*
@@ -78,11 +77,16 @@ void gfr_rdma_bundle_name(struct gfr_rdma_conn *conn, uint32_t id, unsigned rail
 struct gfr_rdma_bundle *gfr_rdma_bundle_find(struct gfr_rdma *engine, uint32_t id,
                                              uint64_t token);
 
-/* Makes conn, not yet connected or accepted, a rail of bundle: -ENOSPC
- * when it has GFR_CM_MAX_RAILS already.  CM thread. */
-int gfr_rdma_bundle_member(struct gfr_rdma_bundle *bundle, struct gfr_rdma_conn *conn);
+/* Makes conn, not yet connected or accepted, a rail of bundle, with the
+ * client's id of it: a server passes the id the joining rail's request
+ * carried, a client 0 and gets a new one (conn->rail_id, never 0, the
+ * lead's).  -ENOSPC when the bundle has GFR_CM_MAX_RAILS already,
+ * -ESHUTDOWN when it is ending.  CM thread. */
+int gfr_rdma_bundle_member(struct gfr_rdma_bundle *bundle, struct gfr_rdma_conn *conn,
+                           uint8_t rail_id);
 
-/* Frees a bundle whose lead is being freed.  Its lead's, once. */
+/* Frees a bundle whose lead is being freed (every rail has ended).  Its
+ * lead's, once. */
 void gfr_rdma_bundle_free(struct gfr_rdma_bundle *bundle);
 
 #endif /* GFR_ENGINE_BUNDLE_H */

@@ -26,6 +26,9 @@ struct gfr_rdma_rx_plan {
     int pulling;                     /* a transfer took the message (rdma-rx.c) */
     int refuse;                      /* could not pull it: answer ERROR (rdma-rx.c) */
     int dropped;                     /* the connection ended before its pull began */
+    int refused_copy;                /* ERROR EALREADY ended reply_to's write list */
+    int fence;                       /* a FENCE named the peer's rail fence_id */
+    uint8_t fence_id;
 };
 int gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg *msg,
                               struct gfr_rdma_rx_plan *plan, const char **reason);
@@ -44,6 +47,28 @@ gfr_rdma_msg_awaits_reply(const struct gfr_rdma_msg *msg)
     return !msg->is_reply && (msg->expects_reply || msg->reply_cnt);
 }
 int gfr_rdma_conn_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg);
+
+/* What a bundle's client puts in the header of a request it awaits a
+ * reply to (docs/multi-rail.md): AWAITS_REPLY, its mark (the oldest xid
+ * it awaits) and whether the request is a resend. */
+struct gfr_rdma_tag {
+    uint32_t mark;
+    int resend;
+};
+
+/* gfr_rdma_conn_submit of an awaited request with tag (-EINVAL for any
+ * other message). */
+int gfr_rdma_conn_submit_tagged(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg,
+                                const struct gfr_rdma_tag *tag);
+
+/* Sends a control message of the bundle's (docs/multi-rail.md) on conn:
+ * FENCE naming the peer's rail rail_id; or, for a dropped copy of request
+ * xid whose write list conn still keeps for a reply, ERROR EALREADY, which
+ * ends it at the peer (the list is forgotten here).  A copy's read list
+ * needs nothing: a resend waives no DONE, and its DONE went when it was
+ * pulled.  0 or -ENOTCONN.  Any thread, no lock held. */
+int gfr_rdma_conn_send_fence(struct gfr_rdma_conn *conn, uint8_t rail_id);
+int gfr_rdma_conn_refuse_copy(struct gfr_rdma_conn *conn, uint32_t xid);
 int gfr_rdma_conn_send(struct gfr_rdma_conn *conn, const void *data, size_t len);
 
 #endif /* GFR_ENGINE_RX_H */

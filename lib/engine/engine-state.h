@@ -450,6 +450,21 @@ struct gfr_rdma_conn {
     struct gfr_rdma_bundle *bundle;
     int bundle_lead;
     unsigned rail;
+    uint8_t rail_id; /* the client's id of the rail (0: the lead); CM thread */
+    /* A server's rail: the bundle's handler of a FENCE that arrived on it
+     * (rdma-bundle.c), called on the poller thread in the rail's order;
+     * set before the connection is shared.  fenced: its peer gave it up
+     * (under the bundle's lock). */
+    void (*on_fence)(struct gfr_rdma_conn *rail, uint8_t rail_id);
+    int fenced;
+    /* A rail holds a reference of its own from joining until, once it is
+     * failing, every completion its QP made is handed on (the quiesce
+     * below, run before its end rather than after): so what its receive
+     * queue took reaches the bundle before the bundle hears of its end
+     * (docs/multi-rail.md).  uatomic: set where the rail joins (a client's
+     * lead on the connecting thread, while the CM thread may look at it),
+     * cleared by the CM thread. */
+    int pass_held;
     uint32_t bundle_id;
     struct gfr_cm_rails cm_rails;
 };

@@ -71,12 +71,19 @@ struct gfr_rdma_rx {
      * buffers), which must be submitted on this connection's handle:
      * it goes back on the rail the request came on. */
     int awaits_reply;
+    /* Inside a bundle, on an awaited request: it is a resend (a copy its
+     * sender sent before on a rail it gave up), and it offered a write
+     * list for its reply. */
+    int resend;
+    int offered_write;
     const void *head;
     size_t head_len;
     const void *bulk;
     size_t bulk_len;
     /* Reply: bytes the peer RDMA-wrote into the buffers offered with the
-     * request (filled in iovec order), before this message arrived. */
+     * request (filled in iovec order), before this message arrived.
+     * Inside a bundle, an awaited request: its sender's mark, the oldest
+     * xid it awaits (docs/multi-rail.md). */
     size_t written;
 };
 

@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A bundle of rails (engine-bundle.h, docs/multi-rail.md): which rail a
- * message takes, and the rails' callbacks brought together under the
- * lead's handle.
+ * message takes, the rails' callbacks brought together under the lead's
+ * handle, and failover.
  *
- * Which rail: a reply goes on the rail its request came on (the request's
- * offered buffers are registered on that rail's device, and its sender
- * settles them when the reply arrives there); a request goes on the live
- * rail with the fewest requests awaiting replies, ties taking turns, and
- * so does every other message.  Until failover is built (step 3 of the
- * design), a rail that ends after it was established ends the whole
- * bundle: its unanswered calls fail as on one rail, never in silence.
+ * Which rail: a reply goes on the rail its request came on while that
+ * rail lives (the request's offered buffers are registered on that rail's
+ * device), else on any live rail; a request goes on the live rail with
+ * the fewest requests awaiting replies, ties taking turns, and so does
+ * every other message.
+ *
+ * Failover ("Failover without loss"): a client keeps each awaited call
+ * until its reply has been delivered and the done of its last copy has
+ * run; when a rail ends, it fences the rail on every live one and sends
+ * the rail's unanswered calls again there.  A server judges every awaited
+ * request by its table of calls (gfr_calls.h), drops duplicates and late
+ * copies, and sends a reply whose rail failed again on a live one.  The
+ * owner hears of the end once, when no rail is left.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,137 +38,371 @@ static const struct gfr_rdma_conn_ops bundle_ops = {
     .disconnected = bundle_disconnected,
 };
 
-/* A server's calls by xid.  Caller holds bundle->lock. */
+/*
+ * A message the bundle keeps until it is done with it: a client's awaited
+ * call (until its reply has been delivered and its last copy's done has
+ * run), or any other message submitted with a done callback (until a copy
+ * of it went out well, or no rail is left), a server's replies among them.
+ * msg is the owner's, with its iovec arrays copied into iov; the buffers
+ * they name stay the owner's until its done runs.  Owner: the bundle,
+ * under its lock; done runs without it.
+ */
+struct kept {
+    struct cds_list_head link; /* a client's calls: b->kept[xid % buckets] */
+    struct cds_list_head resend_link; /* the CM thread's, while it sends it again */
+    struct gfr_rdma_bundle *b;
+    struct gfr_rdma_msg msg;
+    gfr_rdma_done_fn done; /* the owner's */
+    void *cb_arg;
+    int is_call;      /* a client's awaited call */
+    unsigned rail;    /* where its latest copy went */
+    unsigned out;     /* copies whose done has not run */
+    int replied;      /* a call's reply came (delivering: being handed on) */
+    int delivering;
+    int failed;       /* a call the peer refused (-EREMOTEIO) */
+    struct iovec iov[];
+};
+
+static struct kept *
+kept_new(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg, int is_call)
+{
+    unsigned n = msg->head_cnt + msg->bulk_cnt + msg->reply_cnt;
+    struct kept *k = calloc(1, sizeof(*k) + n * sizeof(k->iov[0]));
+    struct iovec *at;
+
+    if (!k)
+        return NULL;
+    k->b = b;
+    k->msg = *msg;
+    k->done = msg->done;
+    k->cb_arg = msg->cb_arg;
+    k->is_call = is_call;
+    CDS_INIT_LIST_HEAD(&k->link);
+    at = k->iov;
+    if (msg->head_cnt)
+        k->msg.head = memcpy(at, msg->head, msg->head_cnt * sizeof(*at));
+    at += msg->head_cnt;
+    if (msg->bulk_cnt)
+        k->msg.bulk = memcpy(at, msg->bulk, msg->bulk_cnt * sizeof(*at));
+    at += msg->bulk_cnt;
+    if (msg->reply_cnt)
+        k->msg.reply = memcpy(at, msg->reply, msg->reply_cnt * sizeof(*at));
+    return k;
+}
+
+/* A client's kept call by xid, or NULL.  Caller holds the lock. */
+static struct kept *
+call_find_locked(struct gfr_rdma_bundle *b, uint32_t xid)
+{
+    struct kept *k;
+
+    cds_list_for_each_entry(k, &b->kept[xid % GFR_RDMA_XID_BUCKETS], link)
+        if (k->msg.xid == xid)
+            return k;
+    return NULL;
+}
+
+/* The client's mark: the oldest xid it awaits a reply to, in serial-number
+ * order, at most xid (the request about to go).  Caller holds the lock. */
 static uint32_t
-call_slot(const struct gfr_rdma_bundle *b, uint32_t xid)
+mark_locked(struct gfr_rdma_bundle *b, uint32_t xid)
 {
-    return (xid * 2654435761u) & (b->calls_size - 1);
+    uint32_t mark = xid;
+    struct kept *k;
+
+    for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++)
+        cds_list_for_each_entry(k, &b->kept[i], link)
+            if (!k->replied && gfr_xid_before(k->msg.xid, mark))
+                mark = k->msg.xid;
+    return mark;
 }
 
+/* A live rail, not avoid (may be NULL), with the fewest requests awaiting
+ * replies, ties taking turns; -1 when none.  Caller holds the lock. */
 static int
-calls_grow_locked(struct gfr_rdma_bundle *b)
+least_locked(struct gfr_rdma_bundle *b, const struct gfr_rdma_conn *avoid)
 {
-    uint32_t size = b->calls_size ? b->calls_size * 2 : 64;
-    struct gfr_rdma_bundle_call *old = b->calls;
-    uint32_t old_size = b->calls_size;
-    struct gfr_rdma_bundle_call *calls = calloc(size, sizeof(*calls));
+    unsigned long least = ~0ul;
+    int rail = -1;
 
-    if (!calls)
-        return -ENOMEM;
-    b->calls = calls;
-    b->calls_size = size;
-    for (uint32_t i = 0; i < old_size; i++) {
-        if (!old[i].used)
-            continue;
-        uint32_t s = call_slot(b, old[i].xid);
+    for (unsigned k = 0; k < GFR_CM_MAX_RAILS; k++) {
+        unsigned i = (b->turn + k) % GFR_CM_MAX_RAILS;
 
-        while (calls[s].used)
-            s = (s + 1) & (size - 1);
-        calls[s] = old[i];
-    }
-    free(old);
-    return 0;
-}
-
-/* Records that xid came on rail (a repeated xid: the later rail).  0,
- * -ENOMEM, or -ENOSPC past GFR_BUNDLE_MAX_CALLS.  Caller holds the lock. */
-static int
-call_put_locked(struct gfr_rdma_bundle *b, uint32_t xid, unsigned rail)
-{
-    uint32_t s;
-
-    if (b->calls_used >= GFR_BUNDLE_MAX_CALLS)
-        return -ENOSPC;
-    if ((b->calls_used + 1) * 2 > b->calls_size && calls_grow_locked(b) != 0)
-        return -ENOMEM;
-    for (s = call_slot(b, xid); b->calls[s].used; s = (s + 1) & (b->calls_size - 1)) {
-        if (b->calls[s].xid == xid) {
-            b->calls[s].rail = (uint8_t)rail;
-            return 0;
+        if (b->live[i] && b->rails[i] != avoid && b->inflight[i] < least) {
+            least = b->inflight[i];
+            rail = (int)i;
         }
     }
-    b->calls[s] = (struct gfr_rdma_bundle_call){.xid = xid, .rail = (uint8_t)rail, .used = 1};
-    b->calls_used++;
-    return 0;
+    if (rail >= 0)
+        b->turn = (unsigned)rail + 1;
+    return rail;
 }
 
-/* Empties slot s, moving back the entries of its probe run that it would
- * hide (no tombstones).  Caller holds the lock. */
+/* rail's connection with a reference taken, counting an awaited request
+ * on it; NULL when it is going.  Caller holds the lock. */
+static struct gfr_rdma_conn *
+take_locked(struct gfr_rdma_bundle *b, int rail, int awaits)
+{
+    struct gfr_rdma_conn *conn = b->rails[rail];
+
+    if (!conn || !gfr_rdma_conn_tryget(conn))
+        return NULL;
+    if (awaits)
+        b->inflight[rail]++;
+    return conn;
+}
+
+/* Every rail's connection that is live (or, all: every one) with a
+ * reference taken, into rails; how many.  Caller holds the lock. */
+static unsigned
+hold_rails_locked(struct gfr_rdma_bundle *b, int all,
+                  struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS])
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < GFR_CM_MAX_RAILS; i++)
+        if (b->rails[i] && (all || b->live[i]) && gfr_rdma_conn_tryget(b->rails[i]))
+            rails[n++] = b->rails[i];
+    return n;
+}
+
+/* Ends every rail: no failover from now on.  Any thread, no lock held. */
 static void
-call_del_locked(struct gfr_rdma_bundle *b, uint32_t s)
+bundle_fail(struct gfr_rdma_bundle *b, int reason)
 {
-    uint32_t mask = b->calls_size - 1;
+    struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS];
+    unsigned n;
 
-    b->calls[s].used = 0;
-    b->calls_used--;
-    for (uint32_t j = (s + 1) & mask; b->calls[j].used; j = (j + 1) & mask) {
-        uint32_t home = call_slot(b, b->calls[j].xid);
-
-        /* j's entry may move to s when s lies on its way from home to j */
-        if (((j - home) & mask) >= ((j - s) & mask)) {
-            b->calls[s] = b->calls[j];
-            b->calls[j].used = 0;
-            s = j;
-        }
+    pthread_mutex_lock(&b->lock);
+    if (!b->ending) {
+        b->ending = 1;
+        b->reason = reason;
+    }
+    n = hold_rails_locked(b, 1, rails);
+    pthread_mutex_unlock(&b->lock);
+    for (unsigned i = 0; i < n; i++) {
+        gfr_rdma_conn_fail(rails[i], reason);
+        gfr_rdma_conn_put(rails[i]);
     }
 }
 
-/* The rail xid came on, forgotten now; -1 when it is not known.  Caller
- * holds the lock. */
+static void kept_done(void *cb_arg, int status);
+
+/*
+ * Sends a copy of k's message on a live rail (its own, for a reply whose
+ * rail lives and that has not failed there), the copy's done being
+ * kept_done.  A call carries the client's mark, and RESEND from its second
+ * copy on.  A rail that refuses with -ENOTCONN (ending meanwhile) or -EIO
+ * (its device failed) is passed over for the next.  0, or the error of the
+ * last rail tried (-ENOTCONN: none is live).  Any thread, no lock held.
+ */
 static int
-call_take_locked(struct gfr_rdma_bundle *b, uint32_t xid)
+send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int resend)
 {
-    if (!b->calls_size)
-        return -1;
-    for (uint32_t s = call_slot(b, xid); b->calls[s].used;
-         s = (s + 1) & (b->calls_size - 1)) {
-        if (b->calls[s].xid == xid) {
-            int rail = b->calls[s].rail;
+    struct gfr_rdma_bundle *b = k->b;
+    struct gfr_rdma_tag tag = {.resend = resend};
+    const struct gfr_rdma_conn *tried = avoid;
+    int err = -ENOTCONN;
 
-            call_del_locked(b, s);
-            return rail;
+    k->msg.done = kept_done;
+    k->msg.cb_arg = k;
+    for (unsigned attempt = 0; attempt < GFR_CM_MAX_RAILS; attempt++) {
+        struct gfr_rdma_conn *conn = NULL;
+        int rail;
+
+        pthread_mutex_lock(&b->lock);
+        rail = prefer >= 0 && b->live[prefer] && b->rails[prefer] != tried
+                   ? prefer : least_locked(b, tried);
+        prefer = -1;
+        if (rail >= 0)
+            conn = take_locked(b, rail, k->is_call);
+        if (conn) {
+            k->rail = (unsigned)rail;
+            k->out++;
+            if (k->is_call)
+                tag.mark = mark_locked(b, k->msg.xid);
+            if (b->is_server && k->msg.is_reply)
+                gfr_calls_replying(&b->calls, k->msg.xid, (unsigned)rail);
         }
+        pthread_mutex_unlock(&b->lock);
+        if (!conn)
+            return err;
+        err = k->is_call ? gfr_rdma_conn_submit_tagged(conn, &k->msg, &tag)
+                         : gfr_rdma_conn_submit(conn, &k->msg);
+        if (err) {
+            pthread_mutex_lock(&b->lock);
+            k->out--;
+            if (k->is_call && b->inflight[rail])
+                b->inflight[rail]--;
+            pthread_mutex_unlock(&b->lock);
+        }
+        tried = conn;
+        gfr_rdma_conn_put(conn);
+        if (err != -ENOTCONN && err != -EIO)
+            return err;
     }
-    return -1;
+    return err;
 }
 
-/* Forgets the calls of a rail that ended.  Caller holds the lock. */
+/* A server's reply that no rail took: the call cannot be answered, and a
+ * resend of it must not run it again, so the bundle ends (GlusterFS sees
+ * a disconnect, as without rails).  With -ENOTCONN every rail is ending
+ * already, and the bundle with them, for its own reason.  Any thread, no
+ * lock held. */
 static void
-calls_drop_rail_locked(struct gfr_rdma_bundle *b, unsigned rail)
+reply_lost(struct gfr_rdma_bundle *b, uint32_t xid, int err)
 {
-    uint32_t s = 0;
+    int ending;
 
-    while (s < b->calls_size) {
-        if (b->calls[s].used && b->calls[s].rail == rail)
-            call_del_locked(b, s); /* an entry may have moved into s */
-        else
-            s++;
+    pthread_mutex_lock(&b->lock);
+    ending = b->ending;
+    pthread_mutex_unlock(&b->lock);
+    if (ending || err == -ENOTCONN)
+        return;
+    gfr_rdma_conn_log(b->lead, "no rail takes the reply to call %u (%s): ending the "
+                      "connection rather than leave the call unanswered", xid, strerror(-err));
+    bundle_fail(b, err);
+}
+
+/* k is done with: the owner's done runs, with status.  No lock held. */
+static void
+kept_finish(struct kept *k, int status)
+{
+    if (k->done)
+        k->done(k->cb_arg, status);
+    free(k);
+}
+
+/*
+ * The done of one copy of k.  A call ends once its reply has been
+ * delivered and no copy is out, or when its peer refused it; a call whose
+ * copy was lost with its rail stays, and is sent again when the bundle
+ * hears of the rail's end (after every copy there has ended).  Any other
+ * message ends when a copy went out well; one whose copy failed is sent
+ * again on another live rail (at least once: the peer may have taken the
+ * failed copy), a server's reply among them, its table following.  Any
+ * thread, no lock held.
+ */
+static void
+kept_done(void *cb_arg, int status)
+{
+    struct kept *k = cb_arg;
+    struct gfr_rdma_bundle *b = k->b;
+    const struct gfr_rdma_conn *failed;
+    int finish, ending;
+
+    pthread_mutex_lock(&b->lock);
+    k->out--;
+    if (k->is_call) {
+        if (status == -EREMOTEIO && !k->replied)
+            k->failed = status;
+        finish = !k->out && ((k->replied && !k->delivering) || k->failed);
+        if (finish) {
+            cds_list_del(&k->link);
+            if (!k->replied && b->inflight[k->rail])
+                b->inflight[k->rail]--;
+        }
+        pthread_mutex_unlock(&b->lock);
+        if (finish)
+            kept_finish(k, k->replied ? 0 : k->failed);
+        return;
     }
+    if (status == 0 && b->is_server && k->msg.is_reply)
+        gfr_calls_answered(&b->calls, k->msg.xid);
+    failed = b->rails[k->rail];
+    ending = b->ending;
+    pthread_mutex_unlock(&b->lock);
+    if (status != 0) {
+        int err = ending ? -ENOTCONN : send_copy(k, -1, failed, 0);
+
+        if (err == 0)
+            return;
+        if (b->is_server && k->msg.is_reply)
+            reply_lost(b, k->msg.xid, err);
+    }
+    kept_finish(k, status);
+}
+
+/* A server's FENCE handler (engine-state.h): the client gave up its rail
+ * rail_id.  Poller thread of the rail it arrived on, in that rail's
+ * order. */
+static void
+rail_fenced(struct gfr_rdma_conn *on, uint8_t rail_id)
+{
+    struct gfr_rdma_bundle *b = on->bundle;
+    struct gfr_rdma_conn *gone = NULL;
+
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->lock);
+    for (unsigned i = 0; i < GFR_CM_MAX_RAILS && !gone; i++) {
+        struct gfr_rdma_conn *r = b->rails[i];
+
+        if (r && r != on && r->rail_id == rail_id && !r->fenced) {
+            r->fenced = 1;
+            gone = gfr_rdma_conn_tryget(r) ? r : NULL;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (!gone)
+        return;
+    gfr_rdma_conn_log(gone, "the client gave up rail %u: late requests on it are dropped, "
+                      "and it ends", gone->rail);
+    gfr_rdma_conn_fail(gone, -ECONNRESET);
+    gfr_rdma_conn_put(gone);
+}
+
+/* A rail's own reference and its FENCE handler (engine-state.h); before
+ * the connection is shared. */
+static void
+rail_hold(struct gfr_rdma_conn *conn)
+{
+    conn->on_fence = rail_fenced;
+    gfr_rdma_conn_get(conn);
+    uatomic_set(&conn->pass_held, 1);
+}
+
+static struct gfr_rdma_bundle *
+bundle_new(struct gfr_rdma_conn *lead, int is_server)
+{
+    struct gfr_rdma_bundle *b = calloc(1, sizeof(*b));
+
+    if (!b)
+        return NULL;
+    if (gfr_calls_init(&b->calls, GFR_BUNDLE_MAX_CALLS) != 0) {
+        free(b);
+        return NULL;
+    }
+    b->engine = lead->engine;
+    b->lead = lead;
+    b->is_server = is_server;
+    b->owner_ops = lead->ops;
+    b->owner_arg = lead->cb_arg;
+    b->rails[0] = lead;
+    b->open = 1;
+    pthread_mutex_init(&b->lock, NULL);
+    CDS_INIT_LIST_HEAD(&b->link);
+    for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++)
+        CDS_INIT_LIST_HEAD(&b->kept[i]);
+    return b;
 }
 
 int
 gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server)
 {
     struct gfr_rdma *engine = conn->engine;
-    struct gfr_rdma_bundle *b = calloc(1, sizeof(*b));
+    struct gfr_rdma_bundle *b = bundle_new(conn, is_server);
 
     if (!b)
         return -ENOMEM;
-    b->engine = engine;
-    b->lead = conn;
-    b->is_server = is_server;
-    b->owner_ops = conn->ops;
-    b->owner_arg = conn->cb_arg;
-    b->rails[0] = conn;
-    pthread_mutex_init(&b->lock, NULL);
-    CDS_INIT_LIST_HEAD(&b->link);
     if (is_server) {
         /* A random token: a rail that joins must have read the lead's
          * accept.  Without the kernel's randomness there is no bundle. */
         if (getrandom(&b->token, sizeof(b->token), 0) != sizeof(b->token)) {
-            pthread_mutex_destroy(&b->lock);
-            free(b);
-            return -errno;
+            int err = -errno;
+
+            gfr_rdma_bundle_free(b);
+            return err;
         }
         pthread_mutex_lock(&engine->lock);
         if (!++engine->next_bundle)
@@ -175,6 +415,7 @@ gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server)
     conn->cb_arg = b;
     conn->bundle = b;
     conn->bundle_lead = 1;
+    rail_hold(conn);
     gfr_rdma_bundle_name(conn, b->id, 0);
     return 0;
 }
@@ -206,22 +447,36 @@ gfr_rdma_bundle_find(struct gfr_rdma *engine, uint32_t id, uint64_t token)
 }
 
 int
-gfr_rdma_bundle_member(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *conn)
+gfr_rdma_bundle_member(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *conn,
+                       uint8_t rail_id)
 {
-    unsigned rail;
+    unsigned rail = GFR_CM_MAX_RAILS;
+    int ending;
 
     pthread_mutex_lock(&b->lock);
-    for (rail = 1; rail < GFR_CM_MAX_RAILS && b->rails[rail]; rail++)
-        continue;
-    if (rail < GFR_CM_MAX_RAILS)
+    ending = b->ending;
+    if (!ending) /* no rail joins a bundle that is ending */
+        for (rail = 1; rail < GFR_CM_MAX_RAILS && b->rails[rail]; rail++)
+            continue;
+    if (rail < GFR_CM_MAX_RAILS) {
         b->rails[rail] = conn;
+        if (!rail_id) {
+            /* 255 joins before an id comes back: a fence naming the old
+             * rail has long been handled by then */
+            if (!++b->last_rail_id)
+                b->last_rail_id = 1;
+            rail_id = b->last_rail_id;
+        }
+        conn->rail_id = rail_id;
+    }
     pthread_mutex_unlock(&b->lock);
     if (rail == GFR_CM_MAX_RAILS)
-        return -ENOSPC;
-    b->members++;
+        return ending ? -ESHUTDOWN : -ENOSPC;
+    b->open++;
     conn->ops = &bundle_ops;
     conn->cb_arg = b;
     conn->bundle = b;
+    rail_hold(conn);
     gfr_rdma_bundle_name(conn, b->id, rail);
     return 0;
 }
@@ -230,7 +485,7 @@ void
 gfr_rdma_bundle_free(struct gfr_rdma_bundle *b)
 {
     pthread_mutex_destroy(&b->lock);
-    free(b->calls);
+    gfr_calls_fini(&b->calls);
     free(b);
 }
 
@@ -264,162 +519,280 @@ bundle_connected(struct gfr_rdma_conn *rail, void *arg)
         gfr_rdma_conn_throttle(rail, 1);
 }
 
-/* Any thread that delivers.  A server remembers the rail of each request
- * whose sender awaits a reply; a reply settles its rail's count. */
+/*
+ * A server's verdict on an awaited request (gfr_calls.h): 1 to deliver
+ * it, 0 when it was dropped (a duplicate, a stale or late copy: one whose
+ * write list is still kept is answered with ERROR EALREADY, which ends
+ * it), or a negative errno that ends the bundle.  Any thread that
+ * delivers.
+ */
+static int
+judge(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rail, const struct gfr_rdma_rx *rx)
+{
+    enum gfr_call_verdict verdict = GFR_CALL_NEW;
+    int err = 0;
+    int late;
+
+    pthread_mutex_lock(&b->lock);
+    late = rail->fenced;
+    if (!late)
+        err = gfr_calls_arrived(&b->calls, rx->xid, (uint32_t)rx->written, rx->resend,
+                                rail->rail, &verdict);
+    pthread_mutex_unlock(&b->lock);
+    if (err) {
+        gfr_rdma_conn_log(rail, "cannot keep request %u in the bundle's table of calls: %s; "
+                          "ending the connection", rx->xid,
+                          err == -ENOSPC ? "the client leaves 65536 calls unanswered"
+                          : err == -EPROTO ? "its mark is after its xid"
+                                           : strerror(-err));
+        return err == -ENOMEM ? err : -EPROTO;
+    }
+    if (verdict == GFR_CALL_AMBIGUOUS) {
+        gfr_rdma_conn_log(rail, "a resend of request %u, among the answers the table had to "
+                          "evict: it may have run; ending the connection rather than run "
+                          "it twice", rx->xid);
+        return -EPROTO;
+    }
+    if (!late && verdict == GFR_CALL_NEW)
+        return 1;
+    if (rx->offered_write)
+        gfr_rdma_conn_refuse_copy(rail, rx->xid);
+    return 0;
+}
+
+/* Any thread that delivers (the rail's messages come in the rail's order,
+ * a rail that is ending included: it hands on what it took).  A client's
+ * reply is delivered once (a later copy is dropped), and ends its call
+ * when no copy is out; a server judges an awaited request first. */
 static void
 bundle_received(struct gfr_rdma_conn *rail, const struct gfr_rdma_rx *rx, void *arg)
 {
     struct gfr_rdma_bundle *b = arg;
-    int err = 0;
+    struct kept *k = NULL;
+    int verdict = 1;
 
-    pthread_mutex_lock(&b->lock);
-    if (rx->is_reply && b->inflight[rail->rail])
-        b->inflight[rail->rail]--;
-    else if (!rx->is_reply && rx->awaits_reply && b->is_server)
-        err = call_put_locked(b, rx->xid, rail->rail);
-    pthread_mutex_unlock(&b->lock);
-    if (err) {
-        gfr_rdma_conn_log(rail, "cannot keep the rail of request %u: %s; ending the "
-                          "connection", rx->xid,
-                          err == -ENOSPC ? "the peer has 65536 calls unanswered"
-                                         : strerror(-err));
-        gfr_rdma_conn_fail(b->lead, err == -ENOSPC ? -EPROTO : err);
-        return;
+    if (rx->is_reply && !b->is_server) {
+        pthread_mutex_lock(&b->lock);
+        k = call_find_locked(b, rx->xid);
+        if (k && !k->replied) {
+            k->replied = 1;
+            k->delivering = 1;
+            if (b->inflight[k->rail])
+                b->inflight[k->rail]--;
+        } else {
+            k = NULL;
+            verdict = 0; /* a duplicate: the call has its reply */
+        }
+        pthread_mutex_unlock(&b->lock);
+    } else if (!rx->is_reply && rx->awaits_reply && b->is_server) {
+        verdict = judge(b, rail, rx);
+        if (verdict < 0) {
+            bundle_fail(b, verdict);
+            return;
+        }
     }
-    b->owner_ops->received(b->lead, rx, b->owner_arg);
+    if (verdict)
+        b->owner_ops->received(b->lead, rx, b->owner_arg);
+    if (k) {
+        int finish;
+
+        pthread_mutex_lock(&b->lock);
+        k->delivering = 0;
+        finish = !k->out;
+        if (finish)
+            cds_list_del(&k->link);
+        pthread_mutex_unlock(&b->lock);
+        if (finish)
+            kept_finish(k, 0);
+    }
 }
 
-/* CM thread.  The owner hears of the end once the lead and every member
- * have ended, so that no callback of the bundle follows it. */
+/*
+ * A rail ended (everything it received has been handed on, every copy
+ * sent on it is done).  While another rail lives, a client fences the
+ * rail on every live one, then sends its unanswered calls again; when
+ * none is left, the bundle ends.  The owner hears of the end once every
+ * rail has ended, after the calls still kept have ended with -ENOTCONN.
+ * CM thread.
+ */
 static void
 bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
 {
     struct gfr_rdma_bundle *b = arg;
-    struct gfr_rdma_conn *end[GFR_CM_MAX_RAILS];
-    unsigned nend = 0;
-    int was_live;
+    struct gfr_rdma_conn *live[GFR_CM_MAX_RAILS];
+    struct kept *k, *tmp;
+    CDS_LIST_HEAD(resend);
+    unsigned nlive = 0;
+    int was_live, failover, ending;
 
     pthread_mutex_lock(&b->lock);
     was_live = b->live[rail->rail];
     b->live[rail->rail] = 0;
     b->inflight[rail->rail] = 0;
-    calls_drop_rail_locked(b, rail->rail);
     if (rail != b->lead)
         b->rails[rail->rail] = NULL;
-    if (rail == b->lead)
-        for (unsigned i = 1; i < GFR_CM_MAX_RAILS; i++)
-            if (b->rails[i])
-                end[nend++] = b->rails[i];
+    for (unsigned i = 0; i < GFR_CM_MAX_RAILS; i++)
+        nlive += b->live[i] != 0;
+    if (!nlive && !b->ending && (was_live || rail == b->lead)) {
+        b->ending = 1;
+        b->reason = reason;
+    }
+    failover = was_live && !b->ending;
+    if (failover && !b->is_server) {
+        nlive = hold_rails_locked(b, 0, live);
+        /* this rail's calls, and any an earlier resend could not place */
+        for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++)
+            cds_list_for_each_entry(k, &b->kept[i], link)
+                if (!k->replied && !k->out && !b->live[k->rail]) {
+                    k->out++; /* claimed: it stays kept */
+                    cds_list_add_tail(&k->resend_link, &resend);
+                }
+    }
     pthread_mutex_unlock(&b->lock);
+    b->open--;
 
-    if (rail == b->lead) {
-        pthread_mutex_lock(&b->engine->lock);
-        cds_list_del_init(&b->link); /* no rail joins any more */
-        pthread_mutex_unlock(&b->engine->lock);
-        b->lead_ended = 1;
-        b->lead_reason = reason;
-        for (unsigned i = 0; i < nend; i++)
-            gfr_rdma_conn_fail(end[i], reason);
-    } else {
-        b->members--;
-        if (was_live && !b->lead_ended) {
-            gfr_rdma_conn_log(rail, "rail %u ended (%s): ending its bundle's connection "
-                              "(failover is not built yet)", rail->rail,
-                              reason ? strerror(-reason) : "orderly");
-            gfr_rdma_conn_fail(b->lead, reason);
-        } else if (!b->lead_ended) {
-            gfr_rdma_conn_log(rail, "rail %u could not join (%s): the connection "
-                              "goes on without it", rail->rail,
-                              reason ? strerror(-reason) : "closed");
+    if (failover) {
+        gfr_rdma_conn_log(rail, "rail %u ended (%s): the connection goes on over the other "
+                          "rails%s", rail->rail, reason ? strerror(-reason) : "orderly",
+                          b->is_server ? "" : ", its unanswered calls sent again there");
+    } else if (!was_live && !b->ending) {
+        gfr_rdma_conn_log(rail, "rail %u could not join (%s): the connection goes on "
+                          "without it", rail->rail, reason ? strerror(-reason) : "closed");
+    }
+    if (failover && !b->is_server) {
+        for (unsigned i = 0; i < nlive; i++) {
+            gfr_rdma_conn_send_fence(live[i], rail->rail_id);
+            gfr_rdma_conn_put(live[i]);
         }
-    }
-    if (b->lead_ended && !b->members && b->owner_ops) {
-        const struct gfr_rdma_conn_ops *ops = b->owner_ops;
+        cds_list_for_each_entry_safe(k, tmp, &resend, resend_link) {
+            int err;
 
-        b->owner_ops = NULL; /* once */
-        ops->disconnected(b->lead, b->lead_reason, b->owner_arg);
-    }
-}
-
-/*
- * The rail for a message, with a reference taken (gfr_rdma_conn_put), or
- * NULL when the bundle has none left.  Any thread; takes the bundle's
- * lock.
- */
-static struct gfr_rdma_conn *
-pick(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg, unsigned *railp)
-{
-    struct gfr_rdma_conn *conn = NULL;
-    int rail = -1;
-
-    pthread_mutex_lock(&b->lock);
-    if (msg && msg->is_reply && b->is_server)
-        rail = call_take_locked(b, msg->xid);
-    if (rail < 0 || !b->rails[rail]) {
-        unsigned long least = ~0ul;
-
-        rail = 0; /* the lead while no rail is live: it queues or refuses */
-        for (unsigned k = 0; k < GFR_CM_MAX_RAILS; k++) {
-            unsigned i = (b->turn + k) % GFR_CM_MAX_RAILS;
-
-            if (b->live[i] && b->inflight[i] < least) {
-                least = b->inflight[i];
-                rail = (int)i;
+            cds_list_del(&k->resend_link);
+            pthread_mutex_lock(&b->lock);
+            k->out--; /* send_copy counts its copy */
+            pthread_mutex_unlock(&b->lock);
+            /* -ENOTCONN: no rail took it; the next rail's end, or the
+             * bundle's, finds it */
+            err = send_copy(k, -1, rail, 1);
+            if (err && err != -ENOTCONN) {
+                gfr_rdma_conn_log(rail, "cannot send call %u again: %s; ending the "
+                                  "connection", k->msg.xid, strerror(-err));
+                bundle_fail(b, err);
             }
         }
-        b->turn = (unsigned)rail + 1;
     }
-    conn = b->rails[rail];
-    if (conn && !gfr_rdma_conn_tryget(conn))
-        conn = NULL;
-    if (conn && msg && gfr_rdma_msg_awaits_reply(msg))
-        b->inflight[rail]++;
+    pthread_mutex_lock(&b->lock);
+    ending = b->ending;
     pthread_mutex_unlock(&b->lock);
-    *railp = (unsigned)rail;
-    return conn;
+    if (ending && b->open)
+        bundle_fail(b, b->reason);
+    if (ending && !b->open && b->owner_ops) {
+        const struct gfr_rdma_conn_ops *ops = b->owner_ops;
+
+        if (b->is_server) {
+            pthread_mutex_lock(&b->engine->lock);
+            cds_list_del_init(&b->link); /* no rail joins any more */
+            pthread_mutex_unlock(&b->engine->lock);
+        }
+        for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++) {
+            cds_list_for_each_entry_safe(k, tmp, &b->kept[i], link) {
+                cds_list_del(&k->link);
+                kept_finish(k, -ENOTCONN);
+            }
+        }
+        b->owner_ops = NULL; /* once */
+        ops->disconnected(b->lead, b->reason, b->owner_arg);
+    }
 }
 
-/* A request that was not sent after all: its rail awaits no reply. */
-static void
-unpick(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg, unsigned rail)
+/* A client's awaited call: kept, then sent.  -EEXIST when a call with its
+ * xid is kept still. */
+static int
+submit_call(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg)
 {
-    if (!gfr_rdma_msg_awaits_reply(msg))
-        return;
+    struct kept *k = kept_new(b, msg, 1);
+    int err;
+
+    if (!k)
+        return -ENOMEM;
     pthread_mutex_lock(&b->lock);
-    if (b->inflight[rail])
-        b->inflight[rail]--;
+    err = b->ending ? -ENOTCONN : call_find_locked(b, msg->xid) ? -EEXIST : 0;
+    if (!err)
+        cds_list_add_tail(&k->link, &b->kept[msg->xid % GFR_RDMA_XID_BUCKETS]);
     pthread_mutex_unlock(&b->lock);
+    if (!err)
+        err = send_copy(k, -1, NULL, 0);
+    if (err) {
+        /* not sent: the owner's done never runs (gfr_rdma_submit) */
+        pthread_mutex_lock(&b->lock);
+        if (!cds_list_empty(&k->link))
+            cds_list_del(&k->link);
+        pthread_mutex_unlock(&b->lock);
+        free(k);
+    }
+    return err;
 }
 
 int
 gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
 {
-    struct gfr_rdma_conn *rail;
-    unsigned index;
+    struct gfr_rdma_bundle *b = conn ? conn->bundle : NULL;
+    struct kept *k;
+    int prefer = -1;
+    unsigned rail;
     int err;
 
-    if (!conn || !conn->bundle || !msg)
+    if (!b || !msg)
         return gfr_rdma_conn_submit(conn, msg);
-    rail = pick(conn->bundle, msg, &index);
-    if (!rail)
-        return -ENOTCONN;
-    err = gfr_rdma_conn_submit(rail, msg);
-    if (err)
-        unpick(conn->bundle, msg, index);
-    gfr_rdma_conn_put(rail);
+    if (!b->is_server && gfr_rdma_msg_awaits_reply(msg))
+        return submit_call(b, msg);
+    if (!msg->done) {
+        /* nothing to keep it by: it goes once, on one rail */
+        struct gfr_rdma_conn *r;
+
+        pthread_mutex_lock(&b->lock);
+        prefer = least_locked(b, NULL);
+        r = prefer >= 0 ? take_locked(b, prefer, 0) : NULL;
+        pthread_mutex_unlock(&b->lock);
+        if (!r)
+            return -ENOTCONN;
+        err = gfr_rdma_conn_submit(r, msg);
+        gfr_rdma_conn_put(r);
+        return err;
+    }
+    if (b->is_server && msg->is_reply) {
+        pthread_mutex_lock(&b->lock);
+        if (gfr_calls_state(&b->calls, msg->xid, &rail) == GFR_CALL_RUNNING)
+            prefer = (int)rail;
+        pthread_mutex_unlock(&b->lock);
+    }
+    k = kept_new(b, msg, 0);
+    if (!k)
+        return -ENOMEM;
+    err = send_copy(k, prefer, NULL, 0);
+    if (err) {
+        if (b->is_server && msg->is_reply)
+            reply_lost(b, msg->xid, err);
+        free(k);
+    }
     return err;
 }
 
 int
 gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
 {
-    struct gfr_rdma_conn *rail;
-    unsigned index;
+    struct gfr_rdma_bundle *b = conn ? conn->bundle : NULL;
+    struct gfr_rdma_conn *rail = NULL;
+    int index;
     int err;
 
-    if (!conn || !conn->bundle)
+    if (!b)
         return gfr_rdma_conn_send(conn, data, len);
-    rail = pick(conn->bundle, NULL, &index);
+    pthread_mutex_lock(&b->lock);
+    index = least_locked(b, NULL);
+    if (index >= 0)
+        rail = take_locked(b, index, 0);
+    pthread_mutex_unlock(&b->lock);
     if (!rail)
         return -ENOTCONN;
     err = gfr_rdma_conn_send(rail, data, len);
@@ -427,37 +800,22 @@ gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
     return err;
 }
 
-/* Every rail of the bundle with a reference taken, into rails; how many.
- * Takes the bundle's lock. */
-static unsigned
-hold_rails(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS])
-{
-    unsigned n = 0;
-
-    pthread_mutex_lock(&b->lock);
-    for (unsigned i = 1; i < GFR_CM_MAX_RAILS; i++)
-        if (b->rails[i] && gfr_rdma_conn_tryget(b->rails[i]))
-            rails[n++] = b->rails[i];
-    pthread_mutex_unlock(&b->lock);
-    return n;
-}
-
 int
 gfr_rdma_throttle(struct gfr_rdma_conn *conn, int on)
 {
     struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS];
     unsigned n;
-    int err;
+    int err = -ENOTCONN;
 
     if (!conn || !conn->bundle)
         return gfr_rdma_conn_throttle(conn, on);
     pthread_mutex_lock(&conn->bundle->lock);
     conn->bundle->throttled = on;
+    n = hold_rails_locked(conn->bundle, 1, rails);
     pthread_mutex_unlock(&conn->bundle->lock);
-    err = gfr_rdma_conn_throttle(conn, on);
-    n = hold_rails(conn->bundle, rails);
     for (unsigned i = 0; i < n; i++) {
-        gfr_rdma_conn_throttle(rails[i], on);
+        if (gfr_rdma_conn_throttle(rails[i], on) == 0)
+            err = 0;
         gfr_rdma_conn_put(rails[i]);
     }
     return err;
@@ -466,18 +824,12 @@ gfr_rdma_throttle(struct gfr_rdma_conn *conn, int on)
 int
 gfr_rdma_disconnect(struct gfr_rdma_conn *conn)
 {
-    struct gfr_rdma_conn *rails[GFR_CM_MAX_RAILS];
-    unsigned n;
-
     if (!conn)
         return -EINVAL;
-    gfr_rdma_conn_fail(conn, 0);
-    if (!conn->bundle)
+    if (!conn->bundle) {
+        gfr_rdma_conn_fail(conn, 0);
         return 0;
-    n = hold_rails(conn->bundle, rails);
-    for (unsigned i = 0; i < n; i++) {
-        gfr_rdma_conn_fail(rails[i], 0);
-        gfr_rdma_conn_put(rails[i]);
     }
+    bundle_fail(conn->bundle, 0);
     return 0;
 }

@@ -515,7 +515,10 @@ conn_free(struct gfr_rdma_conn *conn)
  * (a late one finds no connection and only reposts its buffer).  1 once
  * both are done (at once without an SRQ or a QP), else 0: the CM thread
  * asks again on its next tick.  CM thread only, once the last reference
- * is gone (after gfr_rdma_conn_end: the owner does not wait for this).
+ * is gone (after gfr_rdma_conn_end: the owner does not wait for this), or
+ * for a rail of a bundle before, once it is failing (its QP in the error
+ * state), so that nothing it received is lost: then again after its end,
+ * which finds it done.
  */
 int
 gfr_rdma_conn_quiesce(struct gfr_rdma_conn *conn, uint64_t now_ns)

@@ -211,12 +211,15 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     pthread_mutex_unlock(&conn->lock);
     conn->connect_deadline_ns = gfr_deadline_ns(conn->opts.connect_timeout_ms);
     if (bundle) {
-        err = gfr_rdma_bundle_member(bundle, conn);
+        err = gfr_rdma_bundle_member(bundle, conn, rails.rail_id);
         if (err) {
             uint8_t reason = GFR_CM_REJECT_BUNDLE;
 
-            gfr_rdma_conn_log(conn, "rejecting a rail: its bundle has %d rails already",
-                              GFR_CM_MAX_RAILS);
+            if (err == -ENOSPC)
+                gfr_rdma_conn_log(conn, "rejecting a rail: its bundle has %d rails already",
+                                  GFR_CM_MAX_RAILS);
+            else
+                gfr_rdma_conn_log(conn, "rejecting a rail: its bundle is ending");
             rdma_reject(conn->id, &reason, 1);
             conn_abort(conn, err);
             return;
@@ -594,11 +597,32 @@ keepalive_due(struct gfr_rdma_conn *conn, uint64_t now)
     return 1;
 }
 
+/* A failing rail of a bundle whose QP's completions are all handed on
+ * (gfr_rdma_conn_quiesce, reached early), or that never connected (it
+ * received nothing): its own reference goes, and with the last one it
+ * ends as any connection does. */
+static int
+rail_pass_due(struct gfr_rdma_conn *conn, uint64_t now)
+{
+    (void)now;
+    return uatomic_read(&conn->pass_held) && gfr_rdma_conn_state(conn) == GFR_CONN_DISCONNECTING;
+}
+
+static void
+rail_pass_fire(struct gfr_rdma_conn *conn)
+{
+    if (conn->was_connected && !gfr_rdma_conn_quiesce(conn, gfr_now_ns()))
+        return;
+    uatomic_set(&conn->pass_held, 0);
+    gfr_rdma_conn_put(conn);
+}
+
 static const struct conn_timer conn_timers[] = {
     {handshake_due, handshake_fire},
     {disconnect_due, disconnect_fire},
     {stranded_due, gfr_rdma_cq_flush_stranded},
     {keepalive_due, gfr_rdma_conn_keepalive},
+    {rail_pass_due, rail_pass_fire},
 };
 
 static void
@@ -1093,7 +1117,7 @@ join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
             continue;
         if (client_conn_new(engine, (struct sockaddr *)&dst, &lead->opts, &rail) != 0)
             continue;
-        if (gfr_rdma_bundle_member(b, rail) != 0) {
+        if (gfr_rdma_bundle_member(b, rail, 0) != 0) {
             gfr_rdma_conn_log(rail, "the server offers more rail addresses than the %d "
                               "rails a bundle has: not joined", GFR_CM_MAX_RAILS);
             rdma_destroy_id(rail->id);
@@ -1101,7 +1125,7 @@ join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
             return;
         }
         rail->cm_rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = b->id,
-                                               .token = b->token};
+                                               .token = b->token, .rail_id = rail->rail_id};
         client_conn_resolve(rail, NULL, (struct sockaddr *)&dst);
     }
 }

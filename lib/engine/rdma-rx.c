@@ -360,16 +360,41 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
     switch (hdr->type) {
     case GFR_WIRE_CREDIT:
         return 0;
+    case GFR_WIRE_FENCE:
+        /* Only a client gives up rails, and only a server's rails hear of
+         * it (docs/multi-rail.md, "Fences"). */
+        if (!conn->bundle || !conn->is_server || hdr->xid > UINT8_MAX) {
+            *reason = "a FENCE on a connection that is no server's rail, or naming no rail";
+            return -EPROTO;
+        }
+        plan->fence = 1;
+        plan->fence_id = (uint8_t)hdr->xid;
+        return 0;
     case GFR_WIRE_DONE:
     case GFR_WIRE_ERROR:
         offer = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_DONE);
-        if (!offer) {
+        /* A bundle's peer dropped a copy of our request as a duplicate
+         * (docs/multi-rail.md): it ends the copy's write list too; the
+         * reply comes to the call, on whichever rail. */
+        if (hdr->type == GFR_WIRE_ERROR && hdr->written == EALREADY && conn->bundle) {
+            plan->reply_to = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_REPLY);
+            if (plan->reply_to) {
+                gfr_rdma_offer_arrived_locked(conn, plan->reply_to, GFR_OFFER_REPLY);
+                plan->refused_copy = 1;
+            }
+        }
+        /* ... and comes late when a reply on this rail ended them first */
+        if (!offer && !plan->refused_copy &&
+            !(hdr->type == GFR_WIRE_ERROR && hdr->written == EALREADY && conn->bundle)) {
             *reason = "DONE or ERROR for a message that offered no read list";
             return -EPROTO;
         }
-        gfr_rdma_offer_arrived_locked(conn, offer, GFR_OFFER_DONE);
-        plan->done_for = offer;
-        plan->done_status = hdr->type == GFR_WIRE_ERROR ? -EREMOTEIO : 0;
+        if (offer) {
+            gfr_rdma_offer_arrived_locked(conn, offer, GFR_OFFER_DONE);
+            plan->done_for = offer;
+            plan->done_status = hdr->type == GFR_WIRE_DONE ? 0
+                                : hdr->written == EALREADY ? -EALREADY : -EREMOTEIO;
+        }
         return 0;
     case GFR_WIRE_REPLY:
         offer = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_REPLY);
@@ -434,7 +459,10 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
     int err = 0;
 
     pthread_mutex_lock(&conn->lock);
-    open = conn->state == GFR_CONN_ESTABLISHED || conn->state == GFR_CONN_CONNECTING;
+    /* A rail of a bundle hands on what it took even while it ends, so that
+     * what its peer saw arrive is delivered (docs/multi-rail.md). */
+    open = conn->state == GFR_CONN_ESTABLISHED || conn->state == GFR_CONN_CONNECTING ||
+           (conn->state == GFR_CONN_DISCONNECTING && conn->bundle);
     if (open) {
         conn->stats.bytes_received += wc->byte_len;
         err = gfr_wire_decode(buf, wc->byte_len, &conn->limits, &msg, &reason);
@@ -446,6 +474,9 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
                                     .is_reply = msg.hdr.type == GFR_WIRE_REPLY,
                                     .awaits_reply = msg.hdr.type == GFR_WIRE_MSG &&
                                                     (msg.hdr.flags & GFR_WIRE_F_AWAITS_REPLY),
+                                    .resend = msg.hdr.type == GFR_WIRE_MSG &&
+                                              (msg.hdr.flags & GFR_WIRE_F_RESEND),
+                                    .offered_write = msg.hdr.n_write != 0,
                                     .head = msg.payload, .head_len = msg.hdr.inline_len,
                                     .written = msg.hdr.written};
         m.data = is_data(&msg);
@@ -485,10 +516,16 @@ gfr_rdma_rx_handle(struct gfr_rdma_conn *conn, const uint8_t *buf, uint32_t slot
         gfr_rdma_rx_advance(&m, GFR_RX_RELEASED);
         goto repost;
     }
+    if (plan.fence && conn->on_fence)
+        conn->on_fence(conn, plan.fence_id);
     if (plan.done_for)
         gfr_rdma_offer_pulled(conn, plan.done_for, plan.done_status);
-    if (plan.reply_to)
+    if (plan.reply_to && plan.refused_copy) {
+        gfr_rdma_offer_revoke_writes(conn, plan.reply_to, 0);
+        gfr_rdma_offer_settle(conn, plan.reply_to, GFR_OFFER_DELIVERY, -EALREADY);
+    } else if (plan.reply_to) {
         gfr_rdma_offer_revoke_writes(conn, plan.reply_to, msg.hdr.written);
+    }
     if (plan.dropped) {
         rx_release(&m, -ENOTCONN); /* the connection ended meanwhile */
     } else if (plan.refuse) {

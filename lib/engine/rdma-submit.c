@@ -27,6 +27,7 @@ enum layout {
  * body). */
 struct submission {
     const struct gfr_rdma_msg *msg;
+    const struct gfr_rdma_tag *tag;
     enum layout layout;
     size_t head_len, bulk_len;
     struct gfr_rdma_offer *offer;
@@ -359,8 +360,9 @@ transmit_locked(struct gfr_rdma_conn *conn, struct submission *s)
                                .n_write = (uint8_t)s->n_write, .xid = msg->xid,
                                .flags = (s->offer && s->offer->reply_ends_reads
                                              ? GFR_WIRE_F_REPLY_ENDS_READS : 0) |
-                                        (conn->bundle && gfr_rdma_msg_awaits_reply(msg)
-                                             ? GFR_WIRE_F_AWAITS_REPLY : 0)};
+                                        (s->tag ? GFR_WIRE_F_AWAITS_REPLY : 0) |
+                                        (s->tag && s->tag->resend ? GFR_WIRE_F_RESEND : 0),
+                               .written = s->tag ? s->tag->mark : 0};
     unsigned n = msg->head_cnt + (s->layout == LAYOUT_INLINE ? msg->bulk_cnt : 0);
     struct iovec small[4];
     struct iovec *iov;
@@ -432,9 +434,10 @@ xid_busy_locked(struct gfr_rdma_conn *conn, const struct submission *s)
 }
 
 static int
-submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
+submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy,
+       const struct gfr_rdma_tag *tag)
 {
-    struct submission s = {.msg = msg};
+    struct submission s = {.msg = msg, .tag = tag};
     uint32_t inline_max;
     uint16_t max_segs;
     int held = 0;
@@ -442,7 +445,8 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
 
     if (!conn || !msg || (msg->head_cnt && !msg->head) || (msg->bulk_cnt && !msg->bulk) ||
         (msg->reply_cnt && !msg->reply) ||
-        (msg->is_reply && (msg->reply_cnt || msg->expects_reply)))
+        (msg->is_reply && (msg->reply_cnt || msg->expects_reply)) ||
+        (tag && !gfr_rdma_msg_awaits_reply(msg)))
         return -EINVAL;
     s.head_len = gfr_rdma_iov_total(msg->head, msg->head_cnt);
     s.bulk_len = gfr_rdma_iov_total(msg->bulk, msg->bulk_cnt);
@@ -495,8 +499,10 @@ submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg, void *copy)
     err = prepare(conn, &s, inline_max, max_segs);
     if (err)
         goto out;
-    /* A request its peer answers: one SEND fewer per bulk request. */
-    s.offer->reply_ends_reads = msg->expects_reply && s.n_read;
+    /* A request its peer answers: one SEND fewer per bulk request.  Not a
+     * resend: the reply may answer an earlier copy before the peer has
+     * pulled this one (docs/multi-rail.md). */
+    s.offer->reply_ends_reads = msg->expects_reply && s.n_read && !(tag && tag->resend);
 
     pthread_mutex_lock(&conn->lock);
     if (conn->state == GFR_CONN_DISCONNECTING)
@@ -532,7 +538,14 @@ out:
 int
 gfr_rdma_conn_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
 {
-    return submit(conn, msg, NULL);
+    return submit(conn, msg, NULL, NULL);
+}
+
+int
+gfr_rdma_conn_submit_tagged(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg,
+                            const struct gfr_rdma_tag *tag)
+{
+    return submit(conn, msg, NULL, tag);
 }
 
 int
@@ -564,5 +577,44 @@ gfr_rdma_conn_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
             iov.iov_base = copy;
         }
     }
-    return submit(conn, &msg, copy);
+    return submit(conn, &msg, copy, NULL);
+}
+
+/* A control message of the bundle's on conn (engine-rx.h). */
+static int
+send_control(struct gfr_rdma_conn *conn, const struct gfr_wire_hdr *hdr)
+{
+    int err = -ENOTCONN;
+
+    pthread_mutex_lock(&conn->lock);
+    if (conn->state == GFR_CONN_ESTABLISHED) {
+        err = gfr_rdma_send_locked(conn, hdr, NULL, NULL, NULL, 0, NULL);
+        if (err) /* no memory to queue it: the peer would wait for it forever */
+            gfr_rdma_conn_fail_locked(conn, err);
+    }
+    pthread_mutex_unlock(&conn->lock);
+    return err;
+}
+
+int
+gfr_rdma_conn_send_fence(struct gfr_rdma_conn *conn, uint8_t rail_id)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_FENCE, .xid = rail_id};
+
+    return send_control(conn, &hdr);
+}
+
+int
+gfr_rdma_conn_refuse_copy(struct gfr_rdma_conn *conn, uint32_t xid)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_ERROR, .xid = xid, .written = EALREADY};
+    struct gfr_rdma_peer_wl *wl;
+
+    pthread_mutex_lock(&conn->lock);
+    wl = gfr_rdma_peer_wl_take_locked(conn, xid);
+    pthread_mutex_unlock(&conn->lock);
+    if (!wl)
+        return 0;
+    free(wl);
+    return send_control(conn, &hdr);
 }

@@ -222,12 +222,3 @@ gfr_calls_answered(struct gfr_calls *calls, uint32_t xid)
     calls->answered++;
     return 0;
 }
-
-void
-gfr_calls_forget(struct gfr_calls *calls, uint32_t xid)
-{
-    uint32_t s = find(calls, xid);
-
-    if (s < calls->size)
-        del(calls, s);
-}

@@ -80,7 +80,7 @@ gfr_cm_rails_encode(const struct gfr_cm_rails *rails, void *buf, size_t cap)
     size_t size = GFR_CM_PRIVATE_SIZE;
 
     if (!rails || !buf || rails->naddrs > GFR_CM_MAX_RAILS ||
-        ((rails->flags & GFR_CM_F_JOIN) && !rails->bundle))
+        ((rails->flags & GFR_CM_F_JOIN) && (!rails->bundle || !rails->rail_id)))
         return -EINVAL;
     if (rails->bundle)
         size = (rails->flags & GFR_CM_F_JOIN) ? GFR_CM_JOIN_SIZE
@@ -92,8 +92,10 @@ gfr_cm_rails_encode(const struct gfr_cm_rails *rails, void *buf, size_t cap)
         return (int)size;
     gfr_put_be32(p + 32, rails->bundle);
     gfr_put_be64(p + 36, rails->token);
-    if (rails->flags & GFR_CM_F_JOIN)
+    if (rails->flags & GFR_CM_F_JOIN) {
+        p[44] = rails->rail_id;
         return (int)size;
+    }
     p[44] = (uint8_t)rails->naddrs;
     memset(p + 45, 0, 3);
     for (unsigned i = 0; i < rails->naddrs; i++) {
@@ -117,12 +119,17 @@ gfr_cm_rails_decode(const void *buf, size_t len, struct gfr_cm_rails *rails,
         return refuse(why, GFR_CM_REJECT_SHORT);
     memset(rails, 0, sizeof(*rails));
     rails->flags = p[5];
-    if (len >= GFR_CM_JOIN_SIZE) {
+    if (len >= GFR_CM_JOIN_SIZE - 1) {
         rails->bundle = gfr_get_be32(p + 32);
         rails->token = gfr_get_be64(p + 36);
     }
-    if ((rails->flags & GFR_CM_F_JOIN) && !rails->bundle)
-        return refuse(why, GFR_CM_REJECT_SHORT);
+    if (rails->flags & GFR_CM_F_JOIN) {
+        if (len < GFR_CM_JOIN_SIZE || !rails->bundle)
+            return refuse(why, GFR_CM_REJECT_SHORT);
+        rails->rail_id = p[44];
+        if (!rails->rail_id)
+            return refuse(why, GFR_CM_REJECT_PARAMS);
+    }
     if (len >= 48 && !(rails->flags & GFR_CM_F_JOIN))
         rails->naddrs = p[44];
     if (rails->naddrs > GFR_CM_MAX_RAILS)

@@ -95,7 +95,4 @@ int gfr_calls_replying(struct gfr_calls *calls, uint32_t xid, unsigned rail);
  * forgotten at once when the mark has passed it.  0 or -ENOENT. */
 int gfr_calls_answered(struct gfr_calls *calls, uint32_t xid);
 
-/* Forgets xid (its reply can no longer be sent). */
-void gfr_calls_forget(struct gfr_calls *calls, uint32_t xid);
-
 #endif /* GFR_CALLS_H */

@@ -64,16 +64,17 @@ void gfr_cm_negotiate(const struct gfr_cm_params *local,
 /*
  * Multi-rail (docs/multi-rail.md): the flags byte of the private data and,
  * after the 32 bytes above, a bundle's id and token (a server's accept and
- * a joining rail's request: 44 bytes) and the server's rail addresses (its
- * accept only: 48 + 20 per address, at most 128, within the 196 bytes of
- * an IB/RoCE REP; a joining REQ's 44 fit the REQ's 56).  A peer without
+ * a joining rail's request), then a joining rail's id (its request: 45
+ * bytes), or the server's rail addresses (its accept only: 48 + 20 per
+ * address, at most 128, within the 196 bytes of an IB/RoCE REP; a joining
+ * REQ's 45 fit the REQ's 56).  A peer without
  * rails sends flags 0 and nothing after the 32; the IB CM's zero padding
  * reads as no bundle and no address.
  */
 #define GFR_CM_F_RAILS 0x1u /* REQ: the client would use rails; REP: the bundle follows */
 #define GFR_CM_F_JOIN 0x2u  /* REQ: a rail joining the bundle named */
 #define GFR_CM_MAX_RAILS 4
-#define GFR_CM_JOIN_SIZE 44
+#define GFR_CM_JOIN_SIZE 45
 #define GFR_CM_RAILS_ADDR_SIZE 20
 #define GFR_CM_PRIVATE_MAX (48 + GFR_CM_MAX_RAILS * GFR_CM_RAILS_ADDR_SIZE)
 
@@ -89,6 +90,9 @@ struct gfr_cm_rails {
     uint8_t flags;   /* GFR_CM_F_* */
     uint32_t bundle; /* 0: none */
     uint64_t token;
+    /* JOIN: the client's id of the rail, never 0 (the lead's): the id a
+     * FENCE names it by (docs/multi-rail.md, "Fences") */
+    uint8_t rail_id;
     unsigned naddrs;
     struct gfr_cm_rail_addr addrs[GFR_CM_MAX_RAILS];
 };
@@ -96,10 +100,10 @@ struct gfr_cm_rails {
 /*
  * Adds rails to private data gfr_cm_encode wrote into buf: sets the flags
  * byte and appends what the flags call for (nothing for a bare RAILS
- * request; bundle and token for JOIN; those and the addresses for a RAILS
- * accept, marked by a nonzero bundle).  Returns the private data's whole
- * size, or -EINVAL (more than GFR_CM_MAX_RAILS addresses, JOIN without a
- * bundle) or -EMSGSIZE.
+ * request; bundle, token and rail id for JOIN; bundle, token and the
+ * addresses for a RAILS accept, marked by a nonzero bundle).  Returns the
+ * private data's whole size, or -EINVAL (more than GFR_CM_MAX_RAILS
+ * addresses, JOIN without a bundle or a rail id) or -EMSGSIZE.
  */
 int gfr_cm_rails_encode(const struct gfr_cm_rails *rails, void *buf, size_t cap);
 

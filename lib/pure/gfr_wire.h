@@ -23,6 +23,9 @@ enum gfr_wire_type {
     GFR_WIRE_CREDIT = 3,
     GFR_WIRE_ERROR = 4,
     GFR_WIRE_REPLY = 5,
+    /* Between rails of a bundle only (docs/multi-rail.md, "Fences"): the
+     * client gave up a rail; xid is the receiver's QP number of it. */
+    GFR_WIRE_FENCE = 6,
 };
 
 /*
@@ -40,6 +43,12 @@ enum gfr_wire_type {
  * rail.md): its sender awaits a REPLY to the xid, which its receiver sends
  * on the rail the MSG came on. */
 #define GFR_WIRE_F_AWAITS_REPLY 0x2u
+/* RESEND, on a MSG with AWAITS_REPLY: a copy of a request its sender sent
+ * before on a rail it has given up (docs/multi-rail.md, "Failover without
+ * loss").  With AWAITS_REPLY, written carries the sender's mark: the
+ * oldest xid it awaits a reply to (never after the message's own, in
+ * serial-number order). */
+#define GFR_WIRE_F_RESEND 0x4u
 
 struct gfr_wire_seg {
     uint64_t addr;
@@ -57,7 +66,8 @@ struct gfr_wire_hdr {
     uint32_t inline_len;
     uint32_t read_len;  /* sum of the read segments' lengths */
     uint32_t written;   /* REPLY: bytes written into the write list the
-                         * request offered; ERROR: the error code */
+                         * request offered; ERROR: the error code; MSG
+                         * with AWAITS_REPLY: the sender's mark */
 };
 
 /* A decoded message.  payload points into the buffer that was decoded. */

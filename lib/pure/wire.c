@@ -11,7 +11,14 @@
 static int
 type_known(unsigned type)
 {
-    return type >= GFR_WIRE_MSG && type <= GFR_WIRE_REPLY;
+    return type >= GFR_WIRE_MSG && type <= GFR_WIRE_FENCE;
+}
+
+/* An awaited request: written carries its sender's mark. */
+static int
+awaited(const struct gfr_wire_hdr *hdr)
+{
+    return hdr->type == GFR_WIRE_MSG && (hdr->flags & GFR_WIRE_F_AWAITS_REPLY);
 }
 
 static uint8_t *
@@ -128,9 +135,16 @@ gfr_wire_decode(const void *buf, size_t len,
         return violation(reason, "a reply asked to end a read list on a message without one");
     if ((hdr->flags & GFR_WIRE_F_AWAITS_REPLY) && hdr->type != GFR_WIRE_MSG)
         return violation(reason, "a reply awaited for a message that is not a request");
-    /* ERROR carries its errno in the same field */
-    if (hdr->written && hdr->type != GFR_WIRE_REPLY && hdr->type != GFR_WIRE_ERROR)
+    if ((hdr->flags & GFR_WIRE_F_RESEND) && !(hdr->flags & GFR_WIRE_F_AWAITS_REPLY))
+        return violation(reason, "a resend of a message that is not an awaited request");
+    /* ERROR carries its errno in the same field, an awaited request its
+     * sender's mark */
+    if (awaited(hdr)) {
+        if ((int32_t)(hdr->xid - hdr->written) < 0)
+            return violation(reason, "a request whose mark is after its own xid");
+    } else if (hdr->written && hdr->type != GFR_WIRE_REPLY && hdr->type != GFR_WIRE_ERROR) {
         return violation(reason, "bytes written claimed by a message that is not a reply");
+    }
 
     p = get_segs(p + GFR_WIRE_HDR_SIZE, msg->read, hdr->n_read);
     p = get_segs(p, msg->write, hdr->n_write);

@@ -87,9 +87,11 @@ spec_rails_verdict(const uint8_t *p, size_t len)
 
     if (len < 20)
         return GFR_CM_REJECT_SHORT;
-    if (p[5] & 2) /* JOIN: bundle (never 0) and token */
-        return len < 44 || gfr_get_be32(p + 32) == 0 ? GFR_CM_REJECT_SHORT
-                                                      : GFR_CM_REJECT_NONE;
+    if (p[5] & 2) { /* JOIN: bundle (never 0), token, rail id (never 0) */
+        if (len < 45 || gfr_get_be32(p + 32) == 0)
+            return GFR_CM_REJECT_SHORT;
+        return p[44] ? GFR_CM_REJECT_NONE : GFR_CM_REJECT_PARAMS;
+    }
     naddrs = len >= 48 ? p[44] : 0;
     if (naddrs > 4)
         return GFR_CM_REJECT_PARAMS;
@@ -117,7 +119,8 @@ check_rails(const uint8_t *p, size_t len)
         return;
     memset(again, 0, sizeof(again));
     n = gfr_cm_rails_encode(&rails, again, sizeof(again));
-    if (n < GFR_CM_JOIN_SIZE || again[5] != p[5] || memcmp(again + 32, p + 32, 12) != 0)
+    if (n < GFR_CM_JOIN_SIZE - 1 || again[5] != p[5] || memcmp(again + 32, p + 32, 12) != 0 ||
+        ((p[5] & 2) && again[44] != p[44]))
         disagree("accepted rails do not encode back to their bytes");
     for (int off = 48; off < n; off += 20)
         if (again[off] != p[off] || memcmp(again + off + 2, p + off + 2, 18) != 0)

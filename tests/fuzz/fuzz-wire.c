@@ -44,7 +44,7 @@ spec_valid(const uint8_t *p, size_t len, const struct gfr_wire_limits *lim)
     inline_len = gfr_get_be32(p + 12);
     read_len = gfr_get_be32(p + 16);
     written = gfr_get_be32(p + 20);
-    if (type < 1 || type > 5)
+    if (type < 1 || type > 6)
         return 0;
     /* This implementation handles GFR_WIRE_MAX_SEGS per list. */
     if (n_read > GFR_WIRE_MAX_SEGS || n_write > GFR_WIRE_MAX_SEGS ||
@@ -52,17 +52,26 @@ spec_valid(const uint8_t *p, size_t len, const struct gfr_wire_limits *lim)
         return 0;
     if (24 + 16 * (uint64_t)(n_read + n_write) + inline_len != len)
         return 0;
-    if ((type == 2 || type == 3 || type == 4) && (n_read || n_write || inline_len || read_len))
+    if ((type == 2 || type == 3 || type == 4 || type == 6) &&
+        (n_read || n_write || inline_len || read_len))
         return 0;
     if (type == 5 && n_write)
         return 0;
-    if (written && type != 5 && type != 4)
+    /* written: a REPLY's bytes, an ERROR's code, an awaited request's mark
+     * (not after its xid, in serial-number order); 0 on anything else */
+    if (type == 1 && (flags & 2)) {
+        if ((int32_t)(gfr_get_be32(p + 8) - (uint32_t)written) < 0)
+            return 0;
+    } else if (written && type != 5 && type != 4) {
         return 0;
+    }
     /* REPLY_ENDS_READS only on a MSG with a read list, AWAITS_REPLY only on
-     * a MSG; other bits ignored */
+     * a MSG, RESEND only with AWAITS_REPLY; other bits ignored */
     if ((flags & 1) && (type != 1 || !n_read))
         return 0;
     if ((flags & 2) && type != 1)
+        return 0;
+    if ((flags & 4) && !(flags & 2))
         return 0;
     seg = p + 24;
     for (unsigned i = 0; i < n_read + n_write; i++, seg += 16) {

@@ -157,7 +157,8 @@ test_encode_refuses_what_decode_would_reject(void **state)
 }
 
 /* The rails part: a bare RAILS request is today's 32 bytes with one flag;
- * a JOIN request adds bundle and token (44 bytes, within an IB REQ's 56);
+ * a JOIN request adds bundle, token and rail id (45 bytes, within an IB
+ * REQ's 56);
  * a RAILS accept adds the addresses; the CM's zero padding reads as no
  * bundle; and a peer's bad rails part is refused with its reason. */
 static void
@@ -178,15 +179,22 @@ test_rails_round_trip_and_refusals(void **state)
     assert_int_equal(got.naddrs, 0);
 
     rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = 0x01020304,
-                                  .token = 0x1122334455667788ull};
+                                  .token = 0x1122334455667788ull, .rail_id = 7};
     assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), GFR_CM_JOIN_SIZE);
-    assert_int_equal(gfr_cm_rails_encode(&rails, buf, 43), -EMSGSIZE);
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, 44), -EMSGSIZE);
     assert_int_equal(gfr_cm_rails_decode(buf, 56, &got, &why), 0);
     assert_int_equal(got.bundle, 0x01020304);
     assert_true(got.token == 0x1122334455667788ull);
+    assert_int_equal(got.rail_id, 7);
     assert_int_equal(got.naddrs, 0);
-    assert_int_equal(gfr_cm_rails_decode(buf, 40, &got, &why), -EPROTO); /* JOIN cut short */
+    assert_int_equal(gfr_cm_rails_decode(buf, 44, &got, &why), -EPROTO); /* JOIN cut short */
     assert_int_equal(why, GFR_CM_REJECT_SHORT);
+    buf[44] = 0; /* the lead's id: no joining rail's */
+    assert_int_equal(gfr_cm_rails_decode(buf, 56, &got, &why), -EPROTO);
+    assert_int_equal(why, GFR_CM_REJECT_PARAMS);
+    rails.rail_id = 0;
+    assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), -EINVAL);
+    rails.rail_id = 7;
     rails.bundle = 0;
     assert_int_equal(gfr_cm_rails_encode(&rails, buf, sizeof(buf)), -EINVAL);
 

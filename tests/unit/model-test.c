@@ -13,9 +13,12 @@
  *
  * After every seed, the invariants:
  * - every request the engine took completes exactly once, before its
- *   connection reports its end, and a reply arrives at most once, with
- *   every byte right; a request with reply buffers that completed well
- *   had its reply delivered first;
+ *   connection reports its end, reaches the server's owner at most once
+ *   (failover sends it again, never runs it twice), and a reply arrives at
+ *   most once, with every byte right; a request with reply buffers that
+ *   completed well had its reply delivered first;
+ * - with rails, a fault on one device after every second rail joined
+ *   costs nothing: every request is answered and no connection ends;
  * - without a fault, every request is answered and every connection ends
  *   in order;
  * - every connection reports its end exactly once;
@@ -82,6 +85,7 @@ struct request {
     int done;
     int status;
     int replies;
+    int served; /* times the server's owner got it: a second is a call run twice */
     int bad;
     int replied_before_done;
     struct side *side;
@@ -106,6 +110,10 @@ struct run {
     unsigned nservers;
     struct request reqs[MAX_CONNS][MAX_REQS];
     unsigned nreqs;
+    int rails; /* the connections spread over two rails */
+    /* ... and every second rail had joined before any fault: a fault on
+     * one device must then cost no request and no connection (failover) */
+    int railed;
     int hook_open;
     int hook_busy;
     char problems[2048];
@@ -219,6 +227,15 @@ serve(struct side *side, struct gfr_rdma_conn *conn, const struct gfr_rdma_rx *r
         problem(side->run, "server: a request of %zu bytes", len);
         pthread_mutex_unlock(&side->run->lock);
         return;
+    }
+    if (rx->xid / MAX_REQS < MAX_CONNS) {
+        struct request *req = &side->run->reqs[rx->xid / MAX_REQS][rx->xid % MAX_REQS];
+
+        pthread_mutex_lock(&side->run->lock);
+        if (++req->served > 1)
+            problem(side->run, "server: request %u delivered %d times: it ran twice", rx->xid,
+                    req->served);
+        pthread_mutex_unlock(&side->run->lock);
     }
     for (size_t i = 0; i < sizeof(head); i++)
         ((uint8_t *)&head)[i] = rx_byte(rx, i);
@@ -448,8 +465,8 @@ rails_established(struct gfr_rdma *engine, unsigned *conns)
 }
 
 /* Multi-rail: each client connection's second rail joins before the
- * requests start, unless a fault came first; bounded by WAIT_MS.  Takes
- * no lock of the run's. */
+ * requests start, unless a fault came first (run->railed says whether one
+ * did not); bounded by WAIT_MS.  Takes run->lock. */
 static void
 wait_for_rails(struct run *run, struct gfr_rdma *client)
 {
@@ -457,8 +474,12 @@ wait_for_rails(struct run *run, struct gfr_rdma *client)
 
     for (unsigned ms = 0; ms < WAIT_MS && !model_faults_injected(); ms += 2) {
         rails = rails_established(client, &conns);
-        if (conns && rails >= conns)
+        if (conns && rails >= conns) {
+            pthread_mutex_lock(&run->lock);
+            run->railed = !model_faults_injected();
+            pthread_mutex_unlock(&run->lock);
             return;
+        }
         usleep(2000);
     }
     if (!model_faults_injected()) {
@@ -517,6 +538,10 @@ submit_request(struct run *run, unsigned c, unsigned k)
     req->iov[1] = (struct iovec){req->body, body};
     msg.head = &req->iov[0];
     msg.head_cnt = 1;
+    /* Inside a bundle a request that will be answered says so: its reply
+     * is delivered to it once, and failover sends it again (docs/multi-
+     * rail.md); without rails, read lists end with DONE as before. */
+    msg.expects_reply = run->rails;
     if (body) {
         msg.bulk = &req->iov[1];
         msg.bulk_cnt = 1;
@@ -548,15 +573,32 @@ submit_request(struct run *run, unsigned c, unsigned k)
     return 0;
 }
 
-/* The invariants once everything has ended.  Caller holds run->lock. */
-static void
-check_outcome(struct run *run, int faulted)
+/* The invariants once everything has ended; fault: the one injected
+ * (MODEL_FAULT_NONE: none).  With every second rail joined before it, a
+ * fault on one device (a QP's error, its port, its removal) leaves the
+ * other rail: failover answers every request and ends no connection.
+ * Caller holds run->lock. */
+static int
+failover_expected(const struct run *run, enum model_fault fault)
 {
+    return run->railed && (fault == MODEL_FAULT_QP_ERROR || fault == MODEL_FAULT_PORT_DOWN ||
+                           fault == MODEL_FAULT_DEVICE_REMOVAL);
+}
+
+static void
+check_outcome(struct run *run, enum model_fault fault)
+{
+    int faulted = fault != MODEL_FAULT_NONE;
+    int failover = failover_expected(run, fault);
+
     for (unsigned c = 0; c < run->nclients; c++) {
         struct side *side = &run->clients[c];
 
         if (!faulted && side->reason)
             problem(run, "client %u: ended with %s without a fault", c, strerror(-side->reason));
+        if (failover && side->reason)
+            problem(run, "client %u: ended with %s, though the fault left it a rail", c,
+                    strerror(-side->reason));
         for (unsigned k = 0; k < run->nreqs; k++) {
             struct request *req = &run->reqs[c][k];
 
@@ -570,6 +612,9 @@ check_outcome(struct run *run, int faulted)
             if (!faulted && (!req->replies || req->status))
                 problem(run, "client: request %u %s without a fault", req->head.xid,
                         req->status ? "failed" : "was never answered");
+            if (failover && (!req->replies || req->status))
+                problem(run, "client: request %u %s, though the fault left its connection a "
+                        "rail", req->head.xid, req->status ? "failed" : "was never answered");
         }
     }
     for (unsigned s = 0; s < run->nservers; s++)
@@ -630,6 +675,9 @@ stop_here(struct run *run, enum model_profile profile, uint64_t seed)
 
 /* Completions the profile gave twice, in its seeds so far. */
 static unsigned duplicates_given;
+/* Seeds whose fault hit one rail after every second rail had joined: the
+ * failover invariant applied (check_outcome). */
+static unsigned failovers_checked;
 
 /* A number drawn from seed and salt apart from the run's stream
  * (splitmix64's finalizer). */
@@ -711,6 +759,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
      * fault may hit either rail's devices; drawn apart from the stream. */
     if (mix(seed, 1) % 8 < 3) {
         opts.rails = GFR_RAILS_AUTO;
+        run->rails = 1;
         assert_int_equal(gfr_rdma_opts_set(&opts, "rail-addresses", "10.0.0.1,10.0.1.1",
                                            NULL, 0), 0);
         plan.host += 2 * (unsigned)(mix(seed, 2) % 2);
@@ -793,7 +842,8 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     duplicates_given += model_duplicates();
     findings = model_stop(report, sizeof(report));
     pthread_mutex_lock(&run->lock);
-    check_outcome(run, faulted);
+    check_outcome(run, faulted ? plan.fault : MODEL_FAULT_NONE);
+    failovers_checked += faulted && failover_expected(run, plan.fault);
     pthread_mutex_unlock(&run->lock);
     if (faulted)
         faults_seen[plan.fault]++;
@@ -845,6 +895,7 @@ run_profile(enum model_profile profile)
     if (only && *only && strcmp(only, model_profile_name(profile)) != 0)
         skip();
     duplicates_given = 0;
+    failovers_checked = 0;
     for (unsigned i = 0; i < seeds; i++) {
         uint64_t seed = one && *one ? strtoull(one, NULL, 10) : i + 1;
 
@@ -854,11 +905,12 @@ run_profile(enum model_profile profile)
             break;
     }
     print_message("model %s: %u seed(s), %u failed; faults injected: none (or not reached) %u, qp-error %u, "
-                  "port-down %u, device-removal %u, peer-disconnect %u; duplicate completions %u\n",
+                  "port-down %u, device-removal %u, peer-disconnect %u; duplicate completions %u; "
+                  "faults on one rail that failover had to hide %u\n",
                   model_profile_name(profile), ran, failed, faults[MODEL_FAULT_NONE],
                   faults[MODEL_FAULT_QP_ERROR], faults[MODEL_FAULT_PORT_DOWN],
                   faults[MODEL_FAULT_DEVICE_REMOVAL], faults[MODEL_FAULT_PEER_DISCONNECT],
-                  duplicates_given);
+                  duplicates_given, failovers_checked);
     assert_int_equal(failed, 0);
 }
 

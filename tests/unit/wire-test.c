@@ -118,7 +118,7 @@ test_bad_version_and_type(void **state)
     len = encode_sample();
     buf[1] = 0;
     expect_violation(len, "unknown message type");
-    buf[1] = 6;
+    buf[1] = 7;
     expect_violation(len, "unknown message type");
 }
 
@@ -209,7 +209,9 @@ test_reply_rules(void **state)
 
     /* found by tests/fuzz/fuzz-wire: DONE and CREDIT passed with written */
     hdr.inline_len = 0;
-    for (uint8_t type = GFR_WIRE_DONE; type <= GFR_WIRE_CREDIT; type++) {
+    for (uint8_t type = GFR_WIRE_DONE; type <= GFR_WIRE_FENCE; type++) {
+        if (type == GFR_WIRE_ERROR || type == GFR_WIRE_REPLY)
+            continue;
         hdr.type = type;
         n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
         expect_violation((size_t)n,
@@ -256,6 +258,61 @@ test_flags(void **state)
     hdr.flags = 0x8000;
     n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
     assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+
+    /* RESEND only with AWAITS_REPLY */
+    awaits = (struct gfr_wire_hdr){.type = GFR_WIRE_MSG, .xid = 4, .flags = GFR_WIRE_F_RESEND};
+    n = gfr_wire_encode(&awaits, NULL, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "a resend of a message that is not an awaited request");
+    awaits.flags |= GFR_WIRE_F_AWAITS_REPLY;
+    n = gfr_wire_encode(&awaits, NULL, NULL, buf, sizeof(buf));
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    assert_int_equal(msg.hdr.flags, GFR_WIRE_F_AWAITS_REPLY | GFR_WIRE_F_RESEND);
+}
+
+/* An awaited request carries its sender's mark in written (offset 20):
+ * never after its own xid, in serial-number order. */
+static void
+test_the_mark_of_an_awaited_request(void **state)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_MSG, .xid = 10, .written = 7,
+                               .flags = GFR_WIRE_F_AWAITS_REPLY};
+    struct gfr_wire_msg msg;
+    ssize_t n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    assert_int_equal(msg.hdr.written, 7);
+    hdr.written = 10;
+    n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    hdr.written = 11;
+    n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "a request whose mark is after its own xid");
+    /* across the wrap */
+    hdr.xid = 2;
+    hdr.written = 0xfffffff0u;
+    n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    hdr.xid = 0xfffffff0u;
+    hdr.written = 2;
+    n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "a request whose mark is after its own xid");
+}
+
+/* FENCE: a control message, its xid a QP number; no lists, no payload. */
+static void
+test_fence(void **state)
+{
+    struct gfr_wire_hdr hdr = {.type = GFR_WIRE_FENCE, .xid = 0x123456};
+    struct gfr_wire_seg read = {0x1000, 7, 100};
+    struct gfr_wire_msg msg;
+    ssize_t n = gfr_wire_encode(&hdr, NULL, NULL, buf, sizeof(buf));
+
+    assert_int_equal(gfr_wire_decode(buf, (size_t)n, &limits, &msg, NULL), 0);
+    assert_int_equal(msg.hdr.type, GFR_WIRE_FENCE);
+    assert_int_equal(msg.hdr.xid, 0x123456);
+    hdr.n_read = 1;
+    n = gfr_wire_encode(&hdr, &read, NULL, buf, sizeof(buf));
+    expect_violation((size_t)n, "lists or payload on a control message");
 }
 
 static void
@@ -294,6 +351,8 @@ main(void)
         cmocka_unit_test(test_control_message_with_payload),
         cmocka_unit_test(test_reply_rules),
         cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_the_mark_of_an_awaited_request),
+        cmocka_unit_test(test_fence),
         cmocka_unit_test(test_encode_refuses_bad_input),
     };
 
