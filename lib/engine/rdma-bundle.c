@@ -117,10 +117,14 @@ mark_locked(struct gfr_rdma_bundle *b, uint32_t xid)
     return mark;
 }
 
-/* A live rail, not avoid (may be NULL), with the fewest requests awaiting
- * replies, ties taking turns; -1 when none.  Caller holds the lock. */
+/* A live rail not in avoid (a mask of rails), with the fewest requests
+ * awaiting replies, ties taking turns; when none is live, the lead
+ * (unless avoided): a server's may take messages before its ESTABLISHED
+ * event (the CM event and the first completions race), and one that has
+ * ended refuses them; -1 when that is avoided too.  Caller holds the
+ * lock. */
 static int
-least_locked(struct gfr_rdma_bundle *b, const struct gfr_rdma_conn *avoid)
+least_locked(struct gfr_rdma_bundle *b, unsigned avoid)
 {
     unsigned long least = ~0ul;
     int rail = -1;
@@ -128,14 +132,27 @@ least_locked(struct gfr_rdma_bundle *b, const struct gfr_rdma_conn *avoid)
     for (unsigned k = 0; k < GFR_CM_MAX_RAILS; k++) {
         unsigned i = (b->turn + k) % GFR_CM_MAX_RAILS;
 
-        if (b->live[i] && b->rails[i] != avoid && b->inflight[i] < least) {
+        if (b->live[i] && !(avoid & (1u << i)) && b->inflight[i] < least) {
             least = b->inflight[i];
             rail = (int)i;
         }
     }
     if (rail >= 0)
         b->turn = (unsigned)rail + 1;
+    else if (!(avoid & 1u))
+        rail = 0;
     return rail;
+}
+
+/* The mask least_locked avoids for conn (NULL: none).  Caller holds the
+ * lock. */
+static unsigned
+rail_mask_locked(const struct gfr_rdma_bundle *b, const struct gfr_rdma_conn *conn)
+{
+    for (unsigned i = 0; conn && i < GFR_CM_MAX_RAILS; i++)
+        if (b->rails[i] == conn)
+            return 1u << i;
+    return 0;
 }
 
 /* rail's connection with a reference taken, counting an awaited request
@@ -189,8 +206,8 @@ bundle_fail(struct gfr_rdma_bundle *b, int reason)
 static void kept_done(void *cb_arg, int status);
 
 /*
- * Sends a copy of k's message on a live rail (its own, for a reply whose
- * rail lives and that has not failed there), the copy's done being
+ * Sends a copy of k's message on a live rail other than avoid (prefer's,
+ * for a reply whose call's rail lives), the copy's done being
  * kept_done.  A call carries the client's mark, and RESEND from its second
  * copy on.  A rail that refuses with -ENOTCONN (ending meanwhile) or -EIO
  * (its device failed) is passed over for the next.  0, or the error of the
@@ -201,21 +218,30 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int res
 {
     struct gfr_rdma_bundle *b = k->b;
     struct gfr_rdma_tag tag = {.resend = resend};
-    const struct gfr_rdma_conn *tried = avoid;
+    unsigned tried;
     int err = -ENOTCONN;
 
     k->msg.done = kept_done;
     k->msg.cb_arg = k;
-    for (unsigned attempt = 0; attempt < GFR_CM_MAX_RAILS; attempt++) {
-        struct gfr_rdma_conn *conn = NULL;
+    pthread_mutex_lock(&b->lock);
+    tried = rail_mask_locked(b, avoid);
+    pthread_mutex_unlock(&b->lock);
+    for (;;) {
+        struct gfr_rdma_conn *conn;
         int rail;
 
         pthread_mutex_lock(&b->lock);
-        rail = prefer >= 0 && b->live[prefer] && b->rails[prefer] != tried
+        rail = prefer >= 0 && b->live[prefer] && !(tried & (1u << prefer))
                    ? prefer : least_locked(b, tried);
         prefer = -1;
-        if (rail >= 0)
-            conn = take_locked(b, rail, k->is_call);
+        if (rail < 0) {
+            pthread_mutex_unlock(&b->lock);
+            return err;
+        }
+        tried |= 1u << rail;
+        /* NULL: live still, but its last reference is gone (its end is
+         * near): the next rail */
+        conn = take_locked(b, rail, k->is_call);
         if (conn) {
             k->rail = (unsigned)rail;
             k->out++;
@@ -226,7 +252,7 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int res
         }
         pthread_mutex_unlock(&b->lock);
         if (!conn)
-            return err;
+            continue;
         err = k->is_call ? gfr_rdma_conn_submit_tagged(conn, &k->msg, &tag)
                          : gfr_rdma_conn_submit(conn, &k->msg);
         if (err) {
@@ -236,12 +262,10 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int res
                 b->inflight[rail]--;
             pthread_mutex_unlock(&b->lock);
         }
-        tried = conn;
         gfr_rdma_conn_put(conn);
         if (err != -ENOTCONN && err != -EIO)
             return err;
     }
-    return err;
 }
 
 /* A server's reply that no rail took: the call cannot be answered, and a
@@ -751,7 +775,7 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
         struct gfr_rdma_conn *r;
 
         pthread_mutex_lock(&b->lock);
-        prefer = least_locked(b, NULL);
+        prefer = least_locked(b, 0);
         r = prefer >= 0 ? take_locked(b, prefer, 0) : NULL;
         pthread_mutex_unlock(&b->lock);
         if (!r)
@@ -789,7 +813,7 @@ gfr_rdma_send(struct gfr_rdma_conn *conn, const void *data, size_t len)
     if (!b)
         return gfr_rdma_conn_send(conn, data, len);
     pthread_mutex_lock(&b->lock);
-    index = least_locked(b, NULL);
+    index = least_locked(b, 0);
     if (index >= 0)
         rail = take_locked(b, index, 0);
     pthread_mutex_unlock(&b->lock);
