@@ -41,11 +41,13 @@ static const struct gfr_rdma_conn_ops bundle_ops = {
 /*
  * A message the bundle keeps until it is done with it: a client's awaited
  * call (until its reply has been delivered and its last copy's done has
- * run), or any other message submitted with a done callback (until a copy
- * of it went out well, or no rail is left), a server's replies among them.
- * msg is the owner's, with its iovec arrays copied into iov; the buffers
- * they name stay the owner's until its done runs.  Owner: the bundle,
- * under its lock; done runs without it.
+ * run), or any other message (until a copy of it went out well, or no
+ * rail is left), a server's replies among them.  msg is the owner's, with
+ * its iovec arrays copied into iov; the buffers they name stay the
+ * owner's until its done runs.  A message without a done callback (its
+ * buffers are the caller's only until gfr_rdma_submit returns) has its
+ * body copied into copy instead, freed with it.  Owner: the bundle, under
+ * its lock; done runs without it.
  */
 struct kept {
     struct cds_list_head link; /* a client's calls: b->kept[xid % buckets] */
@@ -60,13 +62,14 @@ struct kept {
     int replied;      /* a call's reply came (delivering: being handed on) */
     int delivering;
     int failed;       /* a call the peer refused (-EREMOTEIO) */
+    void *copy;
     struct iovec iov[];
 };
 
 static struct kept *
 kept_new(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg, int is_call)
 {
-    unsigned n = msg->head_cnt + msg->bulk_cnt + msg->reply_cnt;
+    unsigned n = msg->head_cnt + msg->bulk_cnt + msg->reply_cnt + 2;
     struct kept *k = calloc(1, sizeof(*k) + n * sizeof(k->iov[0]));
     struct iovec *at;
 
@@ -79,6 +82,30 @@ kept_new(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg, int is_call)
     k->is_call = is_call;
     CDS_INIT_LIST_HEAD(&k->link);
     at = k->iov;
+    if (!msg->done) {
+        size_t head = gfr_rdma_iov_total(msg->head, msg->head_cnt);
+        size_t len = head + gfr_rdma_iov_total(msg->bulk, msg->bulk_cnt);
+        uint8_t *p = k->copy = malloc(len ? len : 1);
+
+        if (!p) {
+            free(k);
+            return NULL;
+        }
+        for (unsigned i = 0; i < msg->head_cnt; p += msg->head[i].iov_len, i++)
+            memcpy(p, msg->head[i].iov_base, msg->head[i].iov_len);
+        for (unsigned i = 0; i < msg->bulk_cnt; p += msg->bulk[i].iov_len, i++)
+            memcpy(p, msg->bulk[i].iov_base, msg->bulk[i].iov_len);
+        at[0] = (struct iovec){k->copy, head};
+        at[1] = (struct iovec){(uint8_t *)k->copy + head, len - head};
+        k->msg.head = &at[0];
+        k->msg.head_cnt = head ? 1 : 0;
+        k->msg.bulk = &at[1];
+        k->msg.bulk_cnt = len > head ? 1 : 0;
+        at += 2;
+        if (msg->reply_cnt)
+            k->msg.reply = memcpy(at, msg->reply, msg->reply_cnt * sizeof(*at));
+        return k;
+    }
     if (msg->head_cnt)
         k->msg.head = memcpy(at, msg->head, msg->head_cnt * sizeof(*at));
     at += msg->head_cnt;
@@ -294,6 +321,7 @@ kept_finish(struct kept *k, int status)
 {
     if (k->done)
         k->done(k->cb_arg, status);
+    free(k->copy);
     free(k);
 }
 
@@ -752,6 +780,7 @@ submit_call(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg)
         if (!cds_list_empty(&k->link))
             cds_list_del(&k->link);
         pthread_mutex_unlock(&b->lock);
+        free(k->copy);
         free(k);
     }
     return err;
@@ -770,20 +799,6 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
         return gfr_rdma_conn_submit(conn, msg);
     if (!b->is_server && gfr_rdma_msg_awaits_reply(msg))
         return submit_call(b, msg);
-    if (!msg->done) {
-        /* nothing to keep it by: it goes once, on one rail */
-        struct gfr_rdma_conn *r;
-
-        pthread_mutex_lock(&b->lock);
-        prefer = least_locked(b, 0);
-        r = prefer >= 0 ? take_locked(b, prefer, 0) : NULL;
-        pthread_mutex_unlock(&b->lock);
-        if (!r)
-            return -ENOTCONN;
-        err = gfr_rdma_conn_submit(r, msg);
-        gfr_rdma_conn_put(r);
-        return err;
-    }
     if (b->is_server && msg->is_reply) {
         pthread_mutex_lock(&b->lock);
         if (gfr_calls_state(&b->calls, msg->xid, &rail) == GFR_CALL_RUNNING)
@@ -797,6 +812,7 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
     if (err) {
         if (b->is_server && msg->is_reply)
             reply_lost(b, msg->xid, err);
+        free(k->copy);
         free(k);
     }
     return err;

@@ -434,6 +434,28 @@ fabric_links() {
 	rdma link show | awk '{ for (i = 1; i < NF; i++) if ($i == "netdev") print $2, $(i + 1) }'
 }
 
+# fabric_rails_cut_after PACKETS [BEFORE]: cuts the client's second rail,
+# deleting its device ($fabric_dev3) with rdma link delete (not ip link set
+# down: Linux 6.1 rxe's requester loops on a downed link, docs/softroce.md),
+# once its netdev veth3 has sent PACKETS packets more than BEFORE
+# (fabric_rails_tx's counts): so the cut comes while the rail carries
+# calls, at no set time.  Says when, or that it never came (after about
+# 300 s); run it in the background.
+fabric_rails_cut_after() {
+	local want=$1 before=${2:-0 0 0 0} tx
+	for _ in $(seq 1 6000); do
+		tx=($(fabric_rails_tx "$before"))
+		if [ "${tx[3]}" -ge "$want" ]; then
+			echo "cut: $fabric_dev3 deleted after veth3 sent ${tx[3]} packets"
+			rdma link delete "$fabric_dev3" || echo "cut: rdma link delete $fabric_dev3 failed"
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "cut: veth3 never carried $want packets"
+	return 1
+}
+
 # fabric_rails_down: removes what fabric_rails_up built (whatever of it is
 # there), leaving the fabric as fabric-up made it.
 fabric_rails_down() {

@@ -22,21 +22,7 @@ fail() { echo "t-engine-failover: $*"; cat "$pair_dir/client" "$pair_dir/server"
 
 fabric_rails_up || exit 1
 offer="rail-addresses=$GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
-# Cuts the client's second rail once veth3 (its netdev) has sent 500
-# packets more than before the run; says when, or that the run ended first.
-before=$(fabric_rails_tx)
-(
-	for _ in $(seq 1 6000); do
-		tx=($(fabric_rails_tx "$before"))
-		if [ "${tx[3]}" -ge 500 ]; then
-			echo "cut: $fabric_dev3 deleted after veth3 sent ${tx[3]} packets"
-			rdma link delete "$fabric_dev3" || echo "cut: rdma link delete $fabric_dev3 failed"
-			exit 0
-		fi
-		sleep 0.05
-	done
-	echo "cut: veth3 never carried 500 packets"
-) >"$pair_dir/cut" 2>&1 &
+fabric_rails_cut_after 500 "$(fabric_rails_tx)" >"$pair_dir/cut" 2>&1 &
 cutter=$!
 run_pair t-engine-failover 600 "$prog" server 0.0.0.0 20130 -r -o rails=auto -o "$offer" -- \
 	"$prog" client "$GFR_SERVER_ADDR" 20130 "$GFR_CLIENT_ADDR" -r -n 6000 -b 16 -s 65536 \
