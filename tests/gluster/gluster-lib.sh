@@ -40,6 +40,22 @@ with_sanitizers() {
 	env "${gfr_sanitizer_env[@]}" "$@"
 }
 
+# rails_brick NAME PORT: brick NAME on PORT offering both rails of the
+# test fabric (transport.rdma.rails auto and both rail addresses),
+# listening on every address as glusterd's bricks do.  After gluster_setup
+# and fabric_rails_up.
+rails_brick() {
+	brick_bind=0.0.0.0 brick_start "$1" rdma "$2" "transport.rdma.rails auto" \
+		"transport.rdma.rail-addresses $GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
+}
+
+# rails_mount NAME PORT MOUNTPOINT LOG: a FUSE mount of brick NAME with
+# transport.rdma.rails auto (its volfile NAME/client.vol), logging to LOG.
+rails_mount() {
+	client_volfile "$1" rdma "$2" "transport.rdma.rails auto" >"$GFR_GLUSTER_RUN/$1/client.vol" &&
+		fuse_mount "$3" "$4" "$GFR_GLUSTER_RUN/$1/client.vol"
+}
+
 # fuse_mount MOUNTPOINT LOG VOLFILE [OPTION...]: stock glusterfs mounts
 # VOLFILE at MOUNTPOINT (made if need be) with --direct-io-mode=enable, so
 # that every read reaches the brick, and the OPTIONs, logging to LOG; then

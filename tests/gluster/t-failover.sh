@@ -41,11 +41,9 @@ trap cleanup EXIT
 gluster_setup || exit 1
 fabric_rails_up || exit 1
 mkdir -p "$work"
-offer="transport.rdma.rail-addresses $GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
-brick_bind=0.0.0.0 brick_start $name rdma $port "transport.rdma.rails auto" "$offer" || exit 1
-client_volfile $name rdma $port "transport.rdma.rails auto" >"$GFR_GLUSTER_RUN/$name/client.vol"
+rails_brick $name $port || exit 1
 rm -f "$log" # its lines are this run's alone: the checks below read it whole
-fuse_mount "$mnt" "$log" "$GFR_GLUSTER_RUN/$name/client.vol" || fail "the FUSE mount failed"
+rails_mount $name $port "$mnt" "$log" || fail "the FUSE mount failed"
 fpid=$(pgrep -f "glusterfs -f $GFR_GLUSTER_RUN/$name/client.vol" | head -n 1)
 head -c $((64 << 20)) /dev/urandom >"$src" || fail "cannot make the source data"
 

@@ -30,11 +30,8 @@ trap cleanup EXIT
 gluster_setup || exit 1
 fabric_rails_up || exit 1
 mkdir -p "$dir"
-offer="transport.rdma.rail-addresses $GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
-brick_bind=0.0.0.0 brick_start $name rdma $port "transport.rdma.rails auto" "$offer" || exit 1
-client_volfile $name rdma $port "transport.rdma.rails auto" >"$GFR_GLUSTER_RUN/$name/client.vol"
-fuse_mount "$mnt" "$GFR_GLUSTER_LOGS/$name-fuse.log" "$GFR_GLUSTER_RUN/$name/client.vol" ||
-	fail "the FUSE mount failed"
+rails_brick $name $port || exit 1
+rails_mount $name $port "$mnt" "$GFR_GLUSTER_LOGS/$name-fuse.log" || fail "the FUSE mount failed"
 fpid=$(pgrep -f "glusterfs -f $GFR_GLUSTER_RUN/$name/client.vol" | head -n 1)
 bpid=$(brick_pid $name)
 [ -n "$fpid" ] || fail "no FUSE client process"
