@@ -23,6 +23,21 @@
 
 #include "engine-res.h"
 
+#ifdef __SANITIZE_THREAD__
+#include <sanitizer/tsan_interface.h>
+/* ThreadSanitizer does not see liburcu's grace periods (liburcu is not
+ * built with it): each lookup publishes its end on the table, and a
+ * removal takes that after its grace period, so that a connection freed
+ * after a lookup compared it is ordered after that lookup, as RCU orders
+ * it.  Without it, a lookup that passed over a connection in its bucket
+ * and the connection's free later are reported as a race. */
+#define LOOKUP_ENDED(dev) __tsan_release((dev)->conns)
+#define GRACE_PERIOD_ENDED(dev) __tsan_acquire((dev)->conns)
+#else
+#define LOOKUP_ENDED(dev) ((void)0)
+#define GRACE_PERIOD_ENDED(dev) ((void)0)
+#endif
+
 /* The device's empty table.  At device creation.  0 or -ENOMEM. */
 int
 gfr_rdma_conn_table_create(struct gfr_rdma_dev *dev)
@@ -72,6 +87,7 @@ gfr_rdma_conn_table_remove(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn)
     cds_lfht_del(dev->conns, &conn->table_node);
     urcu_memb_read_unlock();
     urcu_memb_synchronize_rcu();
+    GRACE_PERIOD_ENDED(dev);
     conn->in_table = 0;
 }
 
@@ -97,5 +113,6 @@ gfr_rdma_conn_table_get(struct gfr_rdma_dev *dev, uint32_t qp_num)
             conn = c;
     }
     urcu_memb_read_unlock();
+    LOOKUP_ENDED(dev);
     return conn;
 }
