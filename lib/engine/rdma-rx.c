@@ -351,6 +351,7 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
 {
     const struct gfr_wire_hdr *hdr = &msg->hdr;
     struct gfr_rdma_offer *offer;
+    int copy_refused;
     int err;
 
     if (gfr_credits_on_receive(&conn->credits, hdr->credits) != 0) {
@@ -376,16 +377,16 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
         /* A bundle's peer dropped a copy of our request as a duplicate
          * (docs/multi-rail.md): it ends the copy's write list too; the
          * reply comes to the call, on whichever rail. */
-        if (hdr->type == GFR_WIRE_ERROR && hdr->written == EALREADY && conn->bundle) {
+        copy_refused = hdr->type == GFR_WIRE_ERROR && hdr->written == EALREADY && conn->bundle;
+        if (copy_refused) {
             plan->reply_to = gfr_rdma_offer_find_locked(conn, hdr->xid, GFR_OFFER_REPLY);
             if (plan->reply_to) {
                 gfr_rdma_offer_arrived_locked(conn, plan->reply_to, GFR_OFFER_REPLY);
                 plan->refused_copy = 1;
             }
         }
-        /* ... and comes late when a reply on this rail ended them first */
-        if (!offer && !plan->refused_copy &&
-            !(hdr->type == GFR_WIRE_ERROR && hdr->written == EALREADY && conn->bundle)) {
+        /* (and it comes late when a reply on this rail ended them first) */
+        if (!offer && !copy_refused) {
             *reason = "DONE or ERROR for a message that offered no read list";
             return -EPROTO;
         }
