@@ -16,13 +16,46 @@
 
 #include "gfr_calls.h"
 
+/*
+ * A client's rail that ended joins again on its path (the server's rail
+ * address it was connected to) after a backoff: GFR_BUNDLE_REJOIN_FIRST_MS
+ * after a rail that had lasted GFR_BUNDLE_REJOIN_STABLE_MS, doubling with
+ * every join in a row that failed or did not last that long, up to
+ * GFR_BUNDLE_REJOIN_MAX_MS (docs/multi-rail.md, "A rail coming back").  A
+ * link that comes back is joined within the longest backoff plus one
+ * failed attempt (connect-timeout-ms).
+ */
+#define GFR_BUNDLE_REJOIN_FIRST_MS 500u
+#define GFR_BUNDLE_REJOIN_MAX_MS 8000u
+#define GFR_BUNDLE_REJOIN_STABLE_MS 10000u
+
+/* Where a client's path is. */
+enum gfr_rdma_path_state {
+    GFR_PATH_JOINING, /* a rail is being connected on it */
+    GFR_PATH_UP,      /* its rail is established */
+    GFR_PATH_WAITING, /* its rail ended: it joins again at retry_ns */
+};
+
+/* A client's path: one of the server's rail addresses, and the rail on it. */
+struct gfr_rdma_path {
+    struct sockaddr_storage dst;
+    enum gfr_rdma_path_state state;
+    int rail;               /* the slot of its rail, -1: none */
+    unsigned failures;      /* joins in a row that failed or did not last */
+    unsigned long losses;   /* established rails it lost */
+    unsigned attempts;      /* joins tried since it lost the last */
+    uint64_t up_ns;         /* when its rail was established */
+    uint64_t retry_ns;      /* GFR_PATH_WAITING: when it joins again */
+};
+
 /* Entries of a server's table of calls (gfr_calls.h): calls unanswered
  * and answers not yet acknowledged.  A client that leaves more unanswered
  * ends its bundle. */
 #define GFR_BUNDLE_MAX_CALLS 65536
 
 struct gfr_rdma_bundle {
-    struct cds_list_head link; /* engine->bundles (a server's, until it ends) */
+    struct cds_list_head link; /* engine->bundles until it ends (a client's once its
+                                * rails are offered: its paths rejoin) */
     struct gfr_rdma *engine;
     struct gfr_rdma_conn *lead; /* freed last: it frees the bundle */
     int is_server;
@@ -51,6 +84,15 @@ struct gfr_rdma_bundle {
     struct cds_list_head kept[GFR_RDMA_XID_BUCKETS];
     int ending;
     int reason; /* the end's, for the owner */
+    /* A client's paths (the lead's first) and the path each rail is on
+     * (-1: none). */
+    struct gfr_rdma_path paths[GFR_CM_MAX_RAILS];
+    unsigned npaths;
+    int path_of[GFR_CM_MAX_RAILS];
+
+    /* uatomic, written under lock: the earliest retry_ns of a waiting
+     * path, 0: none (the CM thread's tick reads it without the lock). */
+    uint64_t rejoin_ns;
 
     /* CM thread only: rails not yet ended (the lead and its members). */
     unsigned open;
@@ -79,11 +121,31 @@ struct gfr_rdma_bundle *gfr_rdma_bundle_find(struct gfr_rdma *engine, uint32_t i
 
 /* Makes conn, not yet connected or accepted, a rail of bundle, with the
  * client's id of it: a server passes the id the joining rail's request
- * carried, a client 0 and gets a new one (conn->rail_id, never 0, the
- * lead's).  -ENOSPC when the bundle has GFR_CM_MAX_RAILS already,
- * -ESHUTDOWN when it is ending.  CM thread. */
+ * carried and path -1, a client 0 and the path it connects on (from
+ * gfr_rdma_bundle_add_path or gfr_rdma_bundle_rejoin_due), and gets a new
+ * id (conn->rail_id, never 0, the lead's).  -ENOSPC when the bundle has
+ * GFR_CM_MAX_RAILS already, -ESHUTDOWN when it is ending.  CM thread. */
 int gfr_rdma_bundle_member(struct gfr_rdma_bundle *bundle, struct gfr_rdma_conn *conn,
-                           uint8_t rail_id);
+                           uint8_t rail_id, int path);
+
+/* A client's: the server's rail address dst becomes a path of the bundle,
+ * joining; on, if not NULL, is the lead, established on it already.  The
+ * path's index, or -ENOSPC (GFR_CM_MAX_RAILS paths).  CM thread; takes the
+ * bundle's lock. */
+int gfr_rdma_bundle_add_path(struct gfr_rdma_bundle *bundle, const struct sockaddr *dst,
+                             struct gfr_rdma_conn *on);
+
+/* A client's path whose rail has ended and whose backoff is over at now,
+ * with its address copied into dst: it is joining from now on, and the
+ * caller connects a member on it (or calls gfr_rdma_bundle_path_lost).
+ * -1 when none is due or the bundle is ending.  CM thread; takes the
+ * bundle's lock. */
+int gfr_rdma_bundle_rejoin_due(struct gfr_rdma_bundle *bundle, uint64_t now,
+                               struct sockaddr_storage *dst);
+
+/* No rail could be made for a joining path: it waits its backoff again.
+ * CM thread; takes the bundle's lock. */
+void gfr_rdma_bundle_path_lost(struct gfr_rdma_bundle *bundle, int path);
 
 /* Frees a bundle whose lead is being freed (every rail has ended).  Its
  * lead's, once. */

@@ -336,7 +336,8 @@ struct gfr_rdma_conn {
     struct gfr_wire_limits limits;
     struct gfr_credits credits;
     struct cds_list_head pending;
-    struct gfr_rdma_conn_stats stats; /* copied_bytes: gfr_rdma_count_copied */
+    struct gfr_rdma_conn_stats stats; /* copied_bytes (gfr_rdma_count_copied), failovers,
+                                       * resends, duplicates: uatomic (rdma-bundle.c) */
     uint32_t xid;
     struct cds_lfht_node table_node; /* dev->conns, by qp_num */
     uint32_t qp_num;

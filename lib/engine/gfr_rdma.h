@@ -278,6 +278,11 @@ struct gfr_rdma_conn_stats {
     unsigned long errors;             /* problems logged about the connection */
     unsigned long throttles;          /* times back-pressure was put on */
     unsigned long keepalives;         /* liveness probes the peer answered */
+    /* Multi-rail (docs/multi-rail.md), counted on the rail concerned: */
+    unsigned long failovers;          /* rails of its bundle that ended while it went on */
+    unsigned long resends;            /* messages it carried again, lost with another rail */
+    unsigned long duplicates;         /* copies it received and dropped: duplicates,
+                                       * late copies, stale resends */
 };
 void gfr_rdma_conn_stats(struct gfr_rdma_conn *conn,
                          struct gfr_rdma_conn_stats *stats);

@@ -19,12 +19,17 @@
  * owner hears of the end once, when no rail is left.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "engine-bundle.h"
+#include "gfr_addr.h"
+#include "gfr_clock.h"
 
 /* The rails' callbacks, on every rail of a bundle (cb_arg: the bundle). */
 static void bundle_connected(struct gfr_rdma_conn *rail, void *arg);
@@ -235,16 +240,18 @@ static void kept_done(void *cb_arg, int status);
 /*
  * Sends a copy of k's message on a live rail other than avoid (prefer's,
  * for a reply whose call's rail lives), the copy's done being
- * kept_done.  A call carries the client's mark, and RESEND from its second
- * copy on.  A rail that refuses with -ENOTCONN (ending meanwhile) or -EIO
- * (its device failed) is passed over for the next.  0, or the error of the
- * last rail tried (-ENOTCONN: none is live).  Any thread, no lock held.
+ * kept_done.  again: an earlier copy was lost with its rail (counted in
+ * the taking rail's resends); a call carries the client's mark, and
+ * RESEND when again.  A rail that refuses with -ENOTCONN (ending
+ * meanwhile) or -EIO (its device failed) is passed over for the next.  0,
+ * or the error of the last rail tried (-ENOTCONN: none is live).  Any
+ * thread, no lock held.
  */
 static int
-send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int resend)
+send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int again)
 {
     struct gfr_rdma_bundle *b = k->b;
-    struct gfr_rdma_tag tag = {.resend = resend};
+    struct gfr_rdma_tag tag = {.resend = again};
     unsigned tried;
     int err = -ENOTCONN;
 
@@ -288,6 +295,8 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int res
             if (k->is_call && b->inflight[rail])
                 b->inflight[rail]--;
             pthread_mutex_unlock(&b->lock);
+        } else if (again) {
+            uatomic_inc(&conn->stats.resends);
         }
         gfr_rdma_conn_put(conn);
         if (err != -ENOTCONN && err != -EIO)
@@ -431,6 +440,8 @@ bundle_new(struct gfr_rdma_conn *lead, int is_server)
     b->owner_ops = lead->ops;
     b->owner_arg = lead->cb_arg;
     b->rails[0] = lead;
+    for (unsigned i = 0; i < GFR_CM_MAX_RAILS; i++)
+        b->path_of[i] = -1;
     b->open = 1;
     pthread_mutex_init(&b->lock, NULL);
     CDS_INIT_LIST_HEAD(&b->link);
@@ -488,7 +499,7 @@ gfr_rdma_bundle_find(struct gfr_rdma *engine, uint32_t id, uint64_t token)
 
     pthread_mutex_lock(&engine->lock);
     cds_list_for_each_entry(b, &engine->bundles, link) {
-        if (b->id == id) {
+        if (b->is_server && b->id == id) {
             /* every bit compared, whichever differs */
             found = (b->token ^ token) == 0 ? b : NULL;
             break;
@@ -500,7 +511,7 @@ gfr_rdma_bundle_find(struct gfr_rdma *engine, uint32_t id, uint64_t token)
 
 int
 gfr_rdma_bundle_member(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *conn,
-                       uint8_t rail_id)
+                       uint8_t rail_id, int path)
 {
     unsigned rail = GFR_CM_MAX_RAILS;
     int ending;
@@ -520,6 +531,10 @@ gfr_rdma_bundle_member(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *conn,
             rail_id = b->last_rail_id;
         }
         conn->rail_id = rail_id;
+        if (path >= 0) {
+            b->path_of[rail] = path;
+            b->paths[path].rail = (int)rail;
+        }
     }
     pthread_mutex_unlock(&b->lock);
     if (rail == GFR_CM_MAX_RAILS)
@@ -533,6 +548,107 @@ gfr_rdma_bundle_member(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *conn,
     return 0;
 }
 
+/* The earliest retry of a waiting path, for the CM thread's tick.  Caller
+ * holds the lock. */
+static void
+rejoin_next_locked(struct gfr_rdma_bundle *b)
+{
+    uint64_t next = 0;
+
+    for (unsigned i = 0; i < b->npaths; i++)
+        if (b->paths[i].state == GFR_PATH_WAITING &&
+            (!next || b->paths[i].retry_ns < next))
+            next = b->paths[i].retry_ns;
+    uatomic_set(&b->rejoin_ns, next);
+}
+
+/* path's rail ended, or none could be made: it waits its backoff, from
+ * the first after a rail that lasted.  Caller holds the lock. */
+static void
+path_lost_locked(struct gfr_rdma_bundle *b, int path, uint64_t now)
+{
+    struct gfr_rdma_path *p = &b->paths[path];
+    unsigned ms;
+
+    if (p->state == GFR_PATH_UP && now - p->up_ns >= GFR_BUNDLE_REJOIN_STABLE_MS * 1000000ull)
+        p->failures = 0;
+    else if (p->failures < 16)
+        p->failures++;
+    ms = GFR_BUNDLE_REJOIN_FIRST_MS << (p->failures < 5 ? p->failures : 5);
+    if (ms > GFR_BUNDLE_REJOIN_MAX_MS)
+        ms = GFR_BUNDLE_REJOIN_MAX_MS;
+    if (p->rail >= 0 && b->path_of[p->rail] == path)
+        b->path_of[p->rail] = -1;
+    if (p->state == GFR_PATH_UP) {
+        p->losses++;
+        p->attempts = 0;
+    }
+    p->rail = -1;
+    p->state = GFR_PATH_WAITING;
+    p->retry_ns = now + ms * 1000000ull;
+    rejoin_next_locked(b);
+}
+
+int
+gfr_rdma_bundle_add_path(struct gfr_rdma_bundle *b, const struct sockaddr *dst,
+                         struct gfr_rdma_conn *on)
+{
+    size_t len = dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                            : sizeof(struct sockaddr_in);
+    struct gfr_rdma_path *p;
+    int path = -ENOSPC;
+
+    pthread_mutex_lock(&b->lock);
+    if (b->npaths < GFR_CM_MAX_RAILS) {
+        path = (int)b->npaths++;
+        p = &b->paths[path];
+        memset(p, 0, sizeof(*p));
+        memcpy(&p->dst, dst, len);
+        p->state = on ? GFR_PATH_UP : GFR_PATH_JOINING;
+        p->rail = -1;
+        if (on) {
+            p->up_ns = gfr_now_ns();
+            p->rail = (int)on->rail;
+            b->path_of[on->rail] = path;
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    return path;
+}
+
+int
+gfr_rdma_bundle_rejoin_due(struct gfr_rdma_bundle *b, uint64_t now,
+                           struct sockaddr_storage *dst)
+{
+    int path = -1;
+
+    pthread_mutex_lock(&b->lock);
+    for (unsigned i = 0; i < b->npaths && !b->ending && path < 0; i++) {
+        struct gfr_rdma_path *p = &b->paths[i];
+
+        if (p->state == GFR_PATH_WAITING && p->retry_ns <= now) {
+            p->state = GFR_PATH_JOINING;
+            p->attempts++;
+            *dst = p->dst;
+            path = (int)i;
+        }
+    }
+    if (b->ending)
+        uatomic_set(&b->rejoin_ns, 0);
+    else if (path >= 0)
+        rejoin_next_locked(b);
+    pthread_mutex_unlock(&b->lock);
+    return path;
+}
+
+void
+gfr_rdma_bundle_path_lost(struct gfr_rdma_bundle *b, int path)
+{
+    pthread_mutex_lock(&b->lock);
+    path_lost_locked(b, path, gfr_now_ns());
+    pthread_mutex_unlock(&b->lock);
+}
+
 void
 gfr_rdma_bundle_free(struct gfr_rdma_bundle *b)
 {
@@ -543,17 +659,30 @@ gfr_rdma_bundle_free(struct gfr_rdma_bundle *b)
 
 /* CM thread.  A rail that joins a throttled bundle is throttled too; one
  * whose device another rail uses is named in the log: the two share a
- * port, and the bundle gains no bandwidth from it. */
+ * port, and the bundle gains no bandwidth from it.  A client's path is up
+ * (its backoff starts again from the first once the rail has lasted), and
+ * a rail that joined again says so. */
 static void
 bundle_connected(struct gfr_rdma_conn *rail, void *arg)
 {
     struct gfr_rdma_bundle *b = arg;
+    char host[INET6_ADDRSTRLEN] = "";
+    unsigned attempts = 0;
     int shares = -1;
     int throttled;
 
     pthread_mutex_lock(&b->lock);
     b->live[rail->rail] = 1;
     throttled = b->throttled;
+    if (b->path_of[rail->rail] >= 0) {
+        struct gfr_rdma_path *p = &b->paths[b->path_of[rail->rail]];
+        unsigned port;
+
+        p->state = GFR_PATH_UP;
+        p->up_ns = gfr_now_ns();
+        attempts = p->losses ? p->attempts : 0;
+        gfr_addr_host_port((const struct sockaddr *)&p->dst, host, &port);
+    }
     for (unsigned i = 0; i < GFR_CM_MAX_RAILS; i++)
         if (i != rail->rail && b->live[i] && b->rails[i]->dev == rail->dev)
             shares = (int)i;
@@ -563,6 +692,10 @@ bundle_connected(struct gfr_rdma_conn *rail, void *arg)
             b->owner_ops->connected(b->lead, b->owner_arg);
         return;
     }
+    if (attempts)
+        gfr_rdma_conn_log(rail, "rail %u joined again, to %s, through %s, at attempt %u since "
+                          "its path's rail ended", rail->rail, host,
+                          ibv_get_device_name(rail->dev->verbs->device), attempts);
     if (shares >= 0)
         gfr_rdma_conn_log(rail, "rail %u reaches its peer through %s, as rail %d does: "
                           "they share one port and add no bandwidth", rail->rail,
@@ -607,6 +740,7 @@ judge(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rail, const struct gfr_rd
     }
     if (!late && verdict == GFR_CALL_NEW)
         return 1;
+    uatomic_inc(&rail->stats.duplicates);
     if (rx->offered_write)
         gfr_rdma_conn_refuse_copy(rail, rx->xid);
     return 0;
@@ -636,6 +770,8 @@ bundle_received(struct gfr_rdma_conn *rail, const struct gfr_rdma_rx *rx, void *
             verdict = 0; /* a duplicate: the call has its reply */
         }
         pthread_mutex_unlock(&b->lock);
+        if (!verdict)
+            uatomic_inc(&rail->stats.duplicates);
     } else if (!rx->is_reply && rx->awaits_reply && b->is_server) {
         verdict = judge(b, rail, rx);
         if (verdict < 0) {
@@ -675,6 +811,9 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
     struct kept *k, *tmp;
     CDS_LIST_HEAD(resend);
     unsigned nlive = 0;
+    unsigned nheld = 0;
+    uint64_t retry_ms = 0;
+    char again[48] = "";
     int was_live, failover, ending;
 
     pthread_mutex_lock(&b->lock);
@@ -689,9 +828,17 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
         b->ending = 1;
         b->reason = reason;
     }
+    if (b->path_of[rail->rail] >= 0) {
+        int path = b->path_of[rail->rail];
+        uint64_t now = gfr_now_ns();
+
+        path_lost_locked(b, path, now);
+        retry_ms = (b->paths[path].retry_ns - now) / 1000000u;
+    }
     failover = was_live && !b->ending;
+    if (failover)
+        nheld = hold_rails_locked(b, 0, live);
     if (failover && !b->is_server) {
-        nlive = hold_rails_locked(b, 0, live);
         /* this rail's calls, and any an earlier resend could not place */
         for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++)
             cds_list_for_each_entry(k, &b->kept[i], link)
@@ -703,19 +850,24 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
     pthread_mutex_unlock(&b->lock);
     b->open--;
 
+    if (retry_ms)
+        snprintf(again, sizeof(again), "; it joins again in %" PRIu64 " ms", retry_ms);
     if (failover) {
         gfr_rdma_conn_log(rail, "rail %u ended (%s): the connection goes on over the other "
-                          "rails%s", rail->rail, reason ? strerror(-reason) : "orderly",
-                          b->is_server ? "" : ", its unanswered calls sent again there");
+                          "rails%s%s", rail->rail, reason ? strerror(-reason) : "orderly",
+                          b->is_server ? "" : ", its unanswered calls sent again there", again);
     } else if (!was_live && !b->ending) {
         gfr_rdma_conn_log(rail, "rail %u could not join (%s): the connection goes on "
-                          "without it", rail->rail, reason ? strerror(-reason) : "closed");
+                          "without it%s", rail->rail, reason ? strerror(-reason) : "closed",
+                          again);
+    }
+    for (unsigned i = 0; i < nheld; i++) {
+        uatomic_inc(&live[i]->stats.failovers);
+        if (!b->is_server)
+            gfr_rdma_conn_send_fence(live[i], rail->rail_id);
+        gfr_rdma_conn_put(live[i]);
     }
     if (failover && !b->is_server) {
-        for (unsigned i = 0; i < nlive; i++) {
-            gfr_rdma_conn_send_fence(live[i], rail->rail_id);
-            gfr_rdma_conn_put(live[i]);
-        }
         cds_list_for_each_entry_safe(k, tmp, &resend, resend_link) {
             int err;
 
@@ -741,11 +893,9 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
     if (ending && !b->open && b->owner_ops) {
         const struct gfr_rdma_conn_ops *ops = b->owner_ops;
 
-        if (b->is_server) {
-            pthread_mutex_lock(&b->engine->lock);
-            cds_list_del_init(&b->link); /* no rail joins any more */
-            pthread_mutex_unlock(&b->engine->lock);
-        }
+        pthread_mutex_lock(&b->engine->lock);
+        cds_list_del_init(&b->link); /* no rail joins any more */
+        pthread_mutex_unlock(&b->engine->lock);
         for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++) {
             cds_list_for_each_entry_safe(k, tmp, &b->kept[i], link) {
                 cds_list_del(&k->link);

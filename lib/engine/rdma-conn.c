@@ -389,7 +389,8 @@ gfr_rdma_conn_count_copied(struct gfr_rdma_conn *conn, size_t n)
 }
 
 /* Takes conn->lock, then engine->note_lock (never both at once); any
- * thread.  copied_bytes is counted outside conn->lock (uatomic). */
+ * thread.  copied_bytes and the multi-rail counters are counted outside
+ * conn->lock (uatomic). */
 void
 gfr_rdma_conn_read_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats *stats,
                          char last_error[GFR_RDMA_ERROR_STR])
@@ -398,6 +399,9 @@ gfr_rdma_conn_read_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats 
     *stats = conn->stats;
     pthread_mutex_unlock(&conn->lock);
     stats->copied_bytes = uatomic_read(&conn->stats.copied_bytes);
+    stats->failovers = uatomic_read(&conn->stats.failovers);
+    stats->resends = uatomic_read(&conn->stats.resends);
+    stats->duplicates = uatomic_read(&conn->stats.duplicates);
     pthread_mutex_lock(&conn->engine->note_lock);
     stats->errors = conn->nerrors;
     if (last_error)

@@ -211,7 +211,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
     pthread_mutex_unlock(&conn->lock);
     conn->connect_deadline_ns = gfr_deadline_ns(conn->opts.connect_timeout_ms);
     if (bundle) {
-        err = gfr_rdma_bundle_member(bundle, conn, rails.rail_id);
+        err = gfr_rdma_bundle_member(bundle, conn, rails.rail_id, -1);
         if (err) {
             uint8_t reason = GFR_CM_REJECT_BUNDLE;
 
@@ -259,6 +259,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
 
 static void join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
                        const struct gfr_cm_rails *offer);
+static void rejoin_rails(struct gfr_rdma *engine);
 
 static void
 on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
@@ -727,7 +728,7 @@ watch_handlers(struct gfr_rdma *engine)
  * while pollers run handlers (watch_handlers), 100 ms while anything is on
  * its way (a connection being set up or ending, a listener to reopen or
  * to close, a device being removed, destruction), else a second, or the
- * keepalive interval if shorter: an idle process wakes once a second, and
+ * keepalive interval or the time until a rail is due to rejoin if shorter: an idle process wakes once a second, and
  * keepalives and the check of stuck posts (gfr_rdma_dev_check_posts) run
  * at most that much late.  Takes engine->lock; CM thread.
  */
@@ -735,7 +736,9 @@ static int
 tick_ms(struct gfr_rdma *engine)
 {
     struct gfr_rdma_listener *listener;
+    struct gfr_rdma_bundle *bundle;
     struct gfr_rdma_conn *conn;
+    uint64_t now = gfr_now_ns();
     int ms = 1000;
 
     if (uatomic_read(&engine->watching))
@@ -756,6 +759,12 @@ tick_ms(struct gfr_rdma *engine)
             ms = 100;
         if (conn->opts.keepalive_ms && conn->opts.keepalive_ms < (uint32_t)ms)
             ms = (int)conn->opts.keepalive_ms;
+    }
+    cds_list_for_each_entry(bundle, &engine->bundles, link) {
+        uint64_t at = uatomic_read(&bundle->rejoin_ns);
+
+        if (at && (at <= now || (at - now) / 1000000u + 1 < (uint64_t)ms))
+            ms = at <= now ? 0 : (int)((at - now) / 1000000u + 1);
     }
     pthread_mutex_unlock(&engine->lock);
     return ms;
@@ -800,6 +809,7 @@ cm_main(void *arg)
         gfr_rdma_cq_abandon_broken(engine);
         reap_all(engine);
         run_timers(engine);
+        rejoin_rails(engine);
         gfr_rdma_dev_check_posts(engine, gfr_now_ns());
         watch_handlers(engine);
         gfr_rdma_dev_free_removed(engine);
@@ -1074,18 +1084,54 @@ same_endpoint(const struct sockaddr *a, const struct sockaddr_storage *b)
 }
 
 /*
+ * Connects a rail of b on its path (the server's rail address dst) from
+ * whichever device its route picks; it joins with the bundle's id and
+ * token.  When no rail can be made, the path waits its backoff again.
+ * CM thread.
+ */
+static void
+join_path(struct gfr_rdma *engine, struct gfr_rdma_bundle *b, int path,
+          const struct sockaddr *dst)
+{
+    struct gfr_rdma_conn *rail;
+    int err;
+
+    if (client_conn_new(engine, dst, &b->lead->opts, &rail) != 0) {
+        gfr_rdma_bundle_path_lost(b, path);
+        return;
+    }
+    err = gfr_rdma_bundle_member(b, rail, 0, path);
+    if (err) {
+        if (err == -ENOSPC)
+            gfr_rdma_conn_log(rail, "every one of the %d rails of the bundle is in use "
+                              "(rails still ending): this path joins later",
+                              GFR_CM_MAX_RAILS);
+        rdma_destroy_id(rail->id);
+        client_conn_drop(rail);
+        gfr_rdma_bundle_path_lost(b, path);
+        return;
+    }
+    rail->cm_rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = b->id,
+                                           .token = b->token, .rail_id = rail->rail_id};
+    client_conn_resolve(rail, NULL, dst);
+}
+
+/*
  * The server accepted lead, a client's connection with rails, and offered
- * its bundle's rail addresses: a rail is connected to each address but
- * the lead's own, from whichever device its route picks, and joins with
- * the bundle's id and token.  A server that offered none (an older one,
- * or one without rails or rail addresses) is named in the log: the
- * connection stays on one rail.  CM thread.
+ * its bundle's rail addresses: each is a path of the bundle, the lead's
+ * own address the lead's, and a rail is connected on every other one.
+ * The bundle is listed so that its paths rejoin (rejoin_rails).  A server
+ * that offered none (an older one, or one without rails or rail
+ * addresses) is named in the log: the connection stays on one rail.  CM
+ * thread.
  */
 static void
 join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
            const struct gfr_cm_rails *offer)
 {
     struct gfr_rdma_bundle *b = lead->bundle;
+    const struct sockaddr *lead_dst = rdma_get_peer_addr(lead->id);
+    int lead_path = -1;
 
     if (!offer->bundle || !(offer->flags & GFR_CM_F_RAILS) || !offer->naddrs) {
         gfr_rdma_conn_log(lead, "rails are on, but the server offered none (rails off "
@@ -1098,7 +1144,7 @@ join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
     for (unsigned i = 0; i < offer->naddrs; i++) {
         const struct gfr_cm_rail_addr *a = &offer->addrs[i];
         struct sockaddr_storage dst = {0};
-        struct gfr_rdma_conn *rail;
+        int path;
 
         if (a->family == 6) {
             struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&dst;
@@ -1113,20 +1159,50 @@ join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
             sin->sin_port = htons(a->port);
             memcpy(&sin->sin_addr, a->addr, 4);
         }
-        if (same_endpoint(rdma_get_peer_addr(lead->id), &dst))
+        if (same_endpoint(lead_dst, &dst)) {
+            if (lead_path < 0)
+                lead_path = gfr_rdma_bundle_add_path(b, (struct sockaddr *)&dst, lead);
             continue;
-        if (client_conn_new(engine, (struct sockaddr *)&dst, &lead->opts, &rail) != 0)
-            continue;
-        if (gfr_rdma_bundle_member(b, rail, 0) != 0) {
-            gfr_rdma_conn_log(rail, "the server offers more rail addresses than the %d "
-                              "rails a bundle has: not joined", GFR_CM_MAX_RAILS);
-            rdma_destroy_id(rail->id);
-            client_conn_drop(rail);
-            return;
         }
-        rail->cm_rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = b->id,
-                                               .token = b->token, .rail_id = rail->rail_id};
-        client_conn_resolve(rail, NULL, (struct sockaddr *)&dst);
+        path = gfr_rdma_bundle_add_path(b, (struct sockaddr *)&dst, NULL);
+        if (path < 0) {
+            gfr_rdma_conn_log(lead, "the server offers more rail addresses than the %d "
+                              "rails a bundle has: the rest are not joined", GFR_CM_MAX_RAILS);
+            break;
+        }
+        join_path(engine, b, path, (struct sockaddr *)&dst);
+    }
+    pthread_mutex_lock(&engine->lock);
+    cds_list_add_tail(&b->link, &engine->bundles);
+    pthread_mutex_unlock(&engine->lock);
+}
+
+/* Client bundles whose paths wait to rejoin, each as its backoff ends
+ * (the bundle's rejoin_ns; tick_ms wakes the CM thread for it).  The CM
+ * thread is the only one that frees bundles, so those it found stay until
+ * it is done with them.  CM thread. */
+static void
+rejoin_rails(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_bundle *due[16];
+    struct gfr_rdma_bundle *b;
+    uint64_t now = gfr_now_ns();
+    unsigned n = 0;
+
+    pthread_mutex_lock(&engine->lock);
+    cds_list_for_each_entry(b, &engine->bundles, link) {
+        uint64_t at = uatomic_read(&b->rejoin_ns);
+
+        if (!b->is_server && at && at <= now && n < sizeof(due) / sizeof(due[0]))
+            due[n++] = b;
+    }
+    pthread_mutex_unlock(&engine->lock);
+    for (unsigned i = 0; i < n; i++) {
+        struct sockaddr_storage dst;
+        int path;
+
+        while ((path = gfr_rdma_bundle_rejoin_due(due[i], now, &dst)) >= 0)
+            join_path(engine, due[i], path, (struct sockaddr *)&dst);
     }
 }
 

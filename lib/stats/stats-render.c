@@ -61,7 +61,9 @@ json_conn(FILE *out, const struct gfr_rdma_conn_info *c)
     fprintf(out, ",\"role\":\"%s\",\"state\":", c->is_server ? "server" : "client");
     json_str(out, c->state);
     if (c->bundle) /* multi-rail: only then, so that one rail reads as before */
-        fprintf(out, ",\"bundle\":%u,\"rail\":%u", c->bundle, c->rail);
+        fprintf(out, ",\"bundle\":%u,\"rail\":%u,\"failover\":{\"failovers\":%lu,"
+                     "\"resends\":%lu,\"duplicates\":%lu}",
+                c->bundle, c->rail, s->failovers, s->resends, s->duplicates);
     fputs(",\"device\":", out);
     json_str(out, c->device);
     fprintf(out,
@@ -220,7 +222,9 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
                 c->stats.rdma_reads, c->stats.rdma_writes, c->stats.registrations,
                 (double)c->stats.registration_ns / 1e6, c->stats.errors);
         if (c->bundle)
-            fprintf(out, "    rail %u of bundle %u, on %s\n", c->rail, c->bundle, c->device);
+            fprintf(out, "    rail %u of bundle %u, on %s: failovers %lu, resends %lu, "
+                         "duplicates dropped %lu\n", c->rail, c->bundle, c->device,
+                    c->stats.failovers, c->stats.resends, c->stats.duplicates);
         if (c->throttled || c->stats.throttles)
             fprintf(out, "    throttle: %s, %u credits not yet returned, put on %lu times\n",
                     c->throttled ? "on" : "off", c->withheld, c->stats.throttles);

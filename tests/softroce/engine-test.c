@@ -10,9 +10,10 @@
  *       other) and exits 0 when each ended exactly once, none is left and
  *       the process holds no QP (hostile peers: t-engine-hostile.sh)
  *   engine-test client ADDR PORT BINDADDR [-c CONNS] [-n COUNT | -t SECONDS]
- *                      [-b BURST] [-s MAXSIZE] [-o key=value]...
+ *                      [-S STOPFILE] [-b BURST] [-s MAXSIZE] [-o key=value]...
  *       opens CONNS connections at once; on each, sends COUNT messages (or
- *       as many as SECONDS allow: the soak, t-engine-soak.sh) of
+ *       as many as SECONDS allow: the soak, t-engine-soak.sh; or until
+ *       STOPFILE exists, looked for between bursts: t-engine-rejoin.sh) of
  *       pseudo-random sizes (1 byte to the inline maximum, or to MAXSIZE,
  *       log-uniform, so large bodies travel as read lists) in bursts of
  *       BURST without waiting, checks every echo byte by byte, disconnects;
@@ -226,6 +227,8 @@ reply_ok(const struct gfr_rdma_rx *rx, const struct rr_slot *slot)
 }
 
 static struct rr_slot *rr_slots; /* client, request/reply: by xid */
+/* client -S: sending stops, between bursts, once this file exists */
+static const char *stop_file;
 
 static int probe_qps; /* cycles: count our QPs once connected */
 static int in_cycles; /* cycles: say less */
@@ -662,7 +665,8 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
         count = ULONG_MAX;
         until = time(NULL) + (time_t)seconds; /* from the first message */
     }
-    while (sent < count && !err && (!until || time(NULL) < until)) {
+    while (sent < count && !err && (!until || time(NULL) < until) &&
+           !(stop_file && access(stop_file, F_OK) == 0)) {
         unsigned long n = count - sent < burst ? count - sent : burst;
 
         for (unsigned c = 0; c < conns && !err; c++)
@@ -849,7 +853,7 @@ main(int argc, char **argv)
     int rc;
 
     gfr_rdma_opts_init(&opts);
-    while ((opt = getopt(argc, argv, "c:n:t:b:s:ro:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:n:t:b:s:rS:o:")) != -1) {
         char why[160];
         char *eq;
 
@@ -860,6 +864,7 @@ main(int argc, char **argv)
         case 'b': burst = (unsigned)strtoul(optarg, NULL, 10); break;
         case 's': max_size = strtoul(optarg, NULL, 0); break;
         case 'r': st.request_reply = 1; break;
+        case 'S': stop_file = optarg; break;
         case 'o':
             eq = strchr(optarg, '=');
             if (!eq)
@@ -872,7 +877,8 @@ main(int argc, char **argv)
             break;
         default:
             return die("usage: engine-test server ADDR PORT | client|cycles ADDR PORT "
-                       "BIND [-c CONNS] [-n N | -t SECONDS] [-b B] [-s MAX] [-r] [-o k=v]");
+                       "BIND [-c CONNS] [-n N | -t SECONDS] [-S STOP-FILE] [-b B] [-s MAX] "
+                       "[-r] [-o k=v]");
         }
     }
     if (argc - optind < 3 || burst == 0 || conns > 1024 ||

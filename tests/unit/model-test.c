@@ -19,6 +19,8 @@
  *   completed well had its reply delivered first;
  * - with rails, a fault on one device after every second rail joined
  *   costs nothing: every request is answered and no connection ends;
+ *   after a QP's error (the device still works) the rail joins again,
+ *   and a second round of requests is answered over the rails;
  * - without a fault, every request is answered and every connection ends
  *   in order;
  * - every connection reports its end exactly once;
@@ -60,7 +62,11 @@
 #define DEFAULT_SEEDS 40
 #define MAX_CONNS 3
 #define MAX_SERVER_CONNS 8
-#define MAX_REQS 40
+/* Requests a seed draws (up to DRAWN_REQS - 1), and a second round after
+ * a rail rejoined. */
+#define DRAWN_REQS 40
+#define REJOIN_REQS 4
+#define MAX_REQS (DRAWN_REQS + REJOIN_REQS)
 #define MAX_BODY (64 * 1024)
 #define PORT 4791
 #define WAIT_MS 10000
@@ -114,6 +120,8 @@ struct run {
     /* ... and every second rail had joined before any fault: a fault on
      * one device must then cost no request and no connection (failover) */
     int railed;
+    /* ... and, after a QP's error, the rail joined again (rejoin_round) */
+    int rejoined;
     int hook_open;
     int hook_busy;
     char problems[2048];
@@ -464,6 +472,23 @@ rails_established(struct gfr_rdma *engine, unsigned *conns)
     return rails;
 }
 
+/* Multi-rail: the established connections of engine's bundles, whatever
+ * their rail (a lead that ended has a rail in its place once its path
+ * joined again). */
+static unsigned
+bundle_rails_established(struct gfr_rdma *engine)
+{
+    struct gfr_rdma_snapshot *snap;
+    unsigned n = 0;
+
+    if (gfr_rdma_snapshot(engine, &snap) != 0)
+        return 0;
+    for (unsigned i = 0; i < snap->nconns; i++)
+        n += snap->conns[i].bundle && strcmp(snap->conns[i].state, "ESTABLISHED") == 0;
+    gfr_rdma_snapshot_free(snap);
+    return n;
+}
+
 /* Multi-rail: each client connection's second rail joins before the
  * requests start, unless a fault came first (run->railed says whether one
  * did not); bounded by WAIT_MS.  Takes run->lock. */
@@ -678,6 +703,9 @@ static unsigned duplicates_given;
 /* Seeds whose fault hit one rail after every second rail had joined: the
  * failover invariant applied (check_outcome). */
 static unsigned failovers_checked;
+/* ... and of those, seeds whose rail joined again after a QP's error and
+ * carried a second round (rejoin_round). */
+static unsigned rejoins_checked;
 
 /* A number drawn from seed and salt apart from the run's stream
  * (splitmix64's finalizer). */
@@ -714,6 +742,42 @@ conn_opts(const struct gfr_rdma_opts *engine, uint64_t seed, unsigned which,
         out->inline_max = 256u << ((h >> 16) % 6);
 }
 
+/*
+ * Multi-rail, after a QP's error on one rail that failover hid: the rail
+ * joins again (its path's backoff, then a new connection), so that every
+ * client connection has two rails once more, bounded by WAIT_MS; then a
+ * second round of requests, which must be answered like the first.
+ * Takes run->lock.
+ */
+static void
+rejoin_round(struct run *run, struct gfr_rdma *client)
+{
+    unsigned rails = 0;
+
+    for (unsigned ms = 0; ms < WAIT_MS; ms += 5) {
+        rails = bundle_rails_established(client);
+        if (rails >= 2 * run->nclients)
+            break;
+        usleep(5000);
+    }
+    pthread_mutex_lock(&run->lock);
+    if (rails < 2 * run->nclients)
+        problem(run, "%u of %u rails established %d ms after the QP error: the rail did "
+                "not join again", rails, 2 * run->nclients, WAIT_MS);
+    run->rejoined = rails >= 2 * run->nclients;
+    pthread_mutex_unlock(&run->lock);
+    if (!run->rejoined)
+        return;
+    for (unsigned k = run->nreqs; k < run->nreqs + REJOIN_REQS; k++)
+        for (unsigned c = 0; c < run->nclients; c++)
+            assert_int_equal(submit_request(run, c, k), 0);
+    pthread_mutex_lock(&run->lock);
+    run->nreqs += REJOIN_REQS;
+    if (wait_for(run, all_settled) != 0)
+        problem(run, "requests after the rejoin still open after %d ms", WAIT_MS);
+    pthread_mutex_unlock(&run->lock);
+}
+
 /* One seed under one profile: 0, or 1 with the reason printed. */
 static int
 run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_NFAULTS])
@@ -728,7 +792,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     struct sockaddr_in srv_addr, cli_addr, listen_addr;
     char report[4096];
     unsigned findings;
-    int faulted, err;
+    int faulted, rejoin, err;
 
     assert_non_null(run);
     snprintf(running, sizeof(running), "profile %s seed %llu\n", model_profile_name(profile),
@@ -738,7 +802,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     pthread_cond_init(&run->cond, NULL);
     run->rng = seed * 0x2545f4914f6cdd1dULL + profile;
     run->nclients = 1 + (unsigned)(rnd(run) % MAX_CONNS);
-    run->nreqs = 4 + (unsigned)(rnd(run) % (MAX_REQS - 4));
+    run->nreqs = 4 + (unsigned)(rnd(run) % (DRAWN_REQS - 4));
     /* A request and its reply take about two sends: the fault lands
      * anywhere in the traffic, now and then after it. */
     plan.fault = (enum model_fault)(rnd(run) % MODEL_NFAULTS);
@@ -811,7 +875,11 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     pthread_mutex_lock(&run->lock);
     if (wait_for(run, all_settled) != 0)
         problem(run, "requests still open after %d ms", WAIT_MS);
+    rejoin = model_faults_injected() && plan.fault == MODEL_FAULT_QP_ERROR &&
+             failover_expected(run, plan.fault) && !run->nproblems;
     pthread_mutex_unlock(&run->lock);
+    if (rejoin)
+        rejoin_round(run, client);
     for (unsigned c = 0; c < run->nclients; c++)
         gfr_rdma_disconnect(run->clients[c].conn);
     pthread_mutex_lock(&run->lock);
@@ -844,6 +912,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     pthread_mutex_lock(&run->lock);
     check_outcome(run, faulted ? plan.fault : MODEL_FAULT_NONE);
     failovers_checked += faulted && failover_expected(run, plan.fault);
+    rejoins_checked += run->rejoined;
     pthread_mutex_unlock(&run->lock);
     if (faulted)
         faults_seen[plan.fault]++;
@@ -896,6 +965,7 @@ run_profile(enum model_profile profile)
         skip();
     duplicates_given = 0;
     failovers_checked = 0;
+    rejoins_checked = 0;
     for (unsigned i = 0; i < seeds; i++) {
         uint64_t seed = one && *one ? strtoull(one, NULL, 10) : i + 1;
 
@@ -906,11 +976,12 @@ run_profile(enum model_profile profile)
     }
     print_message("model %s: %u seed(s), %u failed; faults injected: none (or not reached) %u, qp-error %u, "
                   "port-down %u, device-removal %u, peer-disconnect %u; duplicate completions %u; "
-                  "faults on one rail that failover had to hide %u\n",
+                  "faults on one rail that failover had to hide %u, rails that joined again "
+                  "after one %u\n",
                   model_profile_name(profile), ran, failed, faults[MODEL_FAULT_NONE],
                   faults[MODEL_FAULT_QP_ERROR], faults[MODEL_FAULT_PORT_DOWN],
                   faults[MODEL_FAULT_DEVICE_REMOVAL], faults[MODEL_FAULT_PEER_DISCONNECT],
-                  duplicates_given, failovers_checked);
+                  duplicates_given, failovers_checked, rejoins_checked);
     assert_int_equal(failed, 0);
 }
 

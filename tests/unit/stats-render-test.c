@@ -317,32 +317,46 @@ test_the_table_shows_the_same_numbers(void **state)
     free(out);
 }
 
-/* A rail of a bundle (multi-rail) says so in every format; a connection
- * outside any bundle reads as before. */
+/* A rail of a bundle (multi-rail) says so in every format, with its
+ * failovers, resends and duplicates dropped; a connection outside any
+ * bundle reads as before. */
 static void
 test_a_rail_names_its_bundle(void **state)
 {
     struct known *k = known_view();
     struct rendered r;
+    const char *line;
     char *out;
 
     (void)state;
     k->conns[0].bundle = 3;
     k->conns[0].rail = 1;
+    k->conns[0].stats.failovers = 2;
+    k->conns[0].stats.resends = 17;
+    k->conns[0].stats.duplicates = 5;
     out = python_on(gfr_stats_render_json, &k->view,
                     "import json, sys\n"
                     "c = json.load(open(sys.argv[1]))[\"engines\"][0][\"connections\"]\n"
-                    "print(c[0][\"bundle\"], c[0][\"rail\"], \"bundle\" in c[1])\n");
-    assert_string_equal(out, "3 1 False\n");
+                    "f = c[0][\"failover\"]\n"
+                    "print(c[0][\"bundle\"], c[0][\"rail\"], \"bundle\" in c[1],\n"
+                    "      f[\"failovers\"], f[\"resends\"], f[\"duplicates\"], \"failover\" in c[1])\n");
+    assert_string_equal(out, "3 1 False 2 17 5 False\n");
     free(out);
     out = python_on(gfr_stats_render_table, &k->view,
                     "import sys\n"
-                    "print(\"rail 1 of bundle 3, on rxe0\" in open(sys.argv[1]).read())\n");
+                    "print(\"rail 1 of bundle 3, on rxe0: failovers 2, resends 17, duplicates \"\n"
+                    "      \"dropped 5\" in open(sys.argv[1]).read())\n");
     assert_string_equal(out, "True\n");
     free(out);
     render(&k->view, &r);
     assert_int_equal(r.dump_status, 0);
     assert_non_null(strstr(r.text, ",bundle=\"3\",rail=\"1\""));
+    line = strstr(r.dump, "glusterfs_rdma_rail_resends counter - "
+                          "glusterfs_rdma_rail_resends_total{bundle=3,");
+    assert_non_null(line);
+    line = strstr(line, "} ");
+    assert_non_null(line);
+    assert_memory_equal(line, "} 17.0\n", 7);
     rendered_free(&r);
 }
 
