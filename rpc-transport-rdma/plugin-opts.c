@@ -136,6 +136,11 @@ volume_option_t options[] = {
     {.key = {"transport.rdma.rail-addresses"}, .type = GF_OPTION_TYPE_STR,
      .description = "A server's rail addresses, advertised to clients with rails: numeric "
                     "IPv4 or IPv6 addresses, comma-separated, at most four."},
+    {.key = {"transport.rdma.rail-timeout-ms"}, .type = GF_OPTION_TYPE_INT, .min = 0,
+     .max = 600000, .default_value = "5000",
+     .description = "Multi-rail: a rail whose sends have made no progress for this long "
+                    "while another rail's have ends, and its calls go on over the others; "
+                    "0: never."},
     {.key = {NULL}},
 };
 

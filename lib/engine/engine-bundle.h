@@ -147,6 +147,17 @@ int gfr_rdma_bundle_rejoin_due(struct gfr_rdma_bundle *bundle, uint64_t now,
  * CM thread; takes the bundle's lock. */
 void gfr_rdma_bundle_path_lost(struct gfr_rdma_bundle *bundle, int path);
 
+/* Another live rail of rail's bundle whose sends made progress at or
+ * after since_ns (the CM thread's moved_ns), or -1 (none, or rail is in
+ * no bundle).  CM thread; takes the bundle's lock. */
+int gfr_rdma_bundle_progressing(struct gfr_rdma_conn *rail, uint64_t since_ns);
+
+/* The other live rails of rail's bundle, each with a reference the caller
+ * puts, into others; how many (0 outside a bundle).  Any thread; takes the
+ * bundle's lock. */
+unsigned gfr_rdma_bundle_others(struct gfr_rdma_conn *rail,
+                                struct gfr_rdma_conn *others[GFR_CM_MAX_RAILS]);
+
 /* Frees a bundle whose lead is being freed (every rail has ended).  Its
  * lead's, once. */
 void gfr_rdma_bundle_free(struct gfr_rdma_bundle *bundle);

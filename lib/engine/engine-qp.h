@@ -25,6 +25,7 @@ void gfr_rdma_conn_fail_locked(struct gfr_rdma_conn *conn, int reason);
 void gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx,
                              int signaled);
 uint32_t gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn);
+uint32_t gfr_rdma_sq_signaled_locked(const struct gfr_rdma_conn *conn);
 int gfr_rdma_conn_cut_off_locked(struct gfr_rdma_conn *conn);
 int gfr_rdma_sq_holds_locked(const struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx);
 unsigned gfr_rdma_sq_retire_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx);

@@ -336,8 +336,10 @@ struct gfr_rdma_conn {
     struct gfr_wire_limits limits;
     struct gfr_credits credits;
     struct cds_list_head pending;
-    struct gfr_rdma_conn_stats stats; /* copied_bytes (gfr_rdma_count_copied), failovers,
-                                       * resends, duplicates: uatomic (rdma-bundle.c) */
+    struct gfr_rdma_conn_stats stats; /* copied_bytes: gfr_rdma_count_copied */
+    /* A rail's failovers, resends and duplicates (rdma-bundle.c): uatomic,
+     * kept apart from stats, which is copied without atomics */
+    unsigned long rail_failovers, rail_resends, rail_duplicates;
     uint32_t xid;
     struct cds_lfht_node table_node; /* dev->conns, by qp_num */
     uint32_t qp_num;
@@ -466,6 +468,17 @@ struct gfr_rdma_conn {
      * lead on the connecting thread, while the CM thread may look at it),
      * cleared by the CM thread. */
     int pass_held;
+    /* A rail's progress, for rail-timeout-ms: send-side work requests
+     * that completed well (its poller's alone: CMM_STORE_SHARED; the CM
+     * thread reads it); and, the CM thread's alone, the count it last saw,
+     * when it last saw the count move, when it last knew the rail well
+     * (moving, idle, or first seen), and whether it ended the rail for a
+     * stall. */
+    uint64_t sends_done;
+    uint64_t stall_seen;
+    uint64_t moved_ns;
+    uint64_t calm_ns;
+    int stall_ended;
     uint32_t bundle_id;
     struct gfr_cm_rails cm_rails;
 };

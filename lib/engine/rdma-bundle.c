@@ -296,7 +296,7 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int aga
                 b->inflight[rail]--;
             pthread_mutex_unlock(&b->lock);
         } else if (again) {
-            uatomic_inc(&conn->stats.resends);
+            uatomic_inc(&conn->rail_resends);
         }
         gfr_rdma_conn_put(conn);
         if (err != -ENOTCONN && err != -EIO)
@@ -649,6 +649,40 @@ gfr_rdma_bundle_path_lost(struct gfr_rdma_bundle *b, int path)
     pthread_mutex_unlock(&b->lock);
 }
 
+int
+gfr_rdma_bundle_progressing(struct gfr_rdma_conn *rail, uint64_t since_ns)
+{
+    struct gfr_rdma_bundle *b = rail->bundle;
+    int other = -1;
+
+    if (!b)
+        return -1;
+    pthread_mutex_lock(&b->lock);
+    for (unsigned i = 0; i < GFR_CM_MAX_RAILS && other < 0; i++)
+        if (b->rails[i] && b->rails[i] != rail && b->live[i] &&
+            b->rails[i]->moved_ns >= since_ns)
+            other = (int)i;
+    pthread_mutex_unlock(&b->lock);
+    return other;
+}
+
+unsigned
+gfr_rdma_bundle_others(struct gfr_rdma_conn *rail, struct gfr_rdma_conn *others[GFR_CM_MAX_RAILS])
+{
+    struct gfr_rdma_bundle *b = rail->bundle;
+    unsigned n = 0;
+
+    if (!b)
+        return 0;
+    pthread_mutex_lock(&b->lock);
+    for (unsigned i = 0; i < GFR_CM_MAX_RAILS; i++)
+        if (b->rails[i] && b->rails[i] != rail && b->live[i] &&
+            gfr_rdma_conn_tryget(b->rails[i]))
+            others[n++] = b->rails[i];
+    pthread_mutex_unlock(&b->lock);
+    return n;
+}
+
 void
 gfr_rdma_bundle_free(struct gfr_rdma_bundle *b)
 {
@@ -740,7 +774,7 @@ judge(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rail, const struct gfr_rd
     }
     if (!late && verdict == GFR_CALL_NEW)
         return 1;
-    uatomic_inc(&rail->stats.duplicates);
+    uatomic_inc(&rail->rail_duplicates);
     if (rx->offered_write)
         gfr_rdma_conn_refuse_copy(rail, rx->xid);
     return 0;
@@ -771,7 +805,7 @@ bundle_received(struct gfr_rdma_conn *rail, const struct gfr_rdma_rx *rx, void *
         }
         pthread_mutex_unlock(&b->lock);
         if (!verdict)
-            uatomic_inc(&rail->stats.duplicates);
+            uatomic_inc(&rail->rail_duplicates);
     } else if (!rx->is_reply && rx->awaits_reply && b->is_server) {
         verdict = judge(b, rail, rx);
         if (verdict < 0) {
@@ -862,7 +896,7 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
                           again);
     }
     for (unsigned i = 0; i < nheld; i++) {
-        uatomic_inc(&live[i]->stats.failovers);
+        uatomic_inc(&live[i]->rail_failovers);
         if (!b->is_server)
             gfr_rdma_conn_send_fence(live[i], rail->rail_id);
         gfr_rdma_conn_put(live[i]);

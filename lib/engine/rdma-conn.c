@@ -399,9 +399,9 @@ gfr_rdma_conn_read_stats(struct gfr_rdma_conn *conn, struct gfr_rdma_conn_stats 
     *stats = conn->stats;
     pthread_mutex_unlock(&conn->lock);
     stats->copied_bytes = uatomic_read(&conn->stats.copied_bytes);
-    stats->failovers = uatomic_read(&conn->stats.failovers);
-    stats->resends = uatomic_read(&conn->stats.resends);
-    stats->duplicates = uatomic_read(&conn->stats.duplicates);
+    stats->failovers = uatomic_read(&conn->rail_failovers);
+    stats->resends = uatomic_read(&conn->rail_resends);
+    stats->duplicates = uatomic_read(&conn->rail_duplicates);
     pthread_mutex_lock(&conn->engine->note_lock);
     stats->errors = conn->nerrors;
     if (last_error)

@@ -187,14 +187,17 @@ ignore_stray(struct gfr_rdma_dev *dev, struct gfr_rdma_conn *conn, const struct 
 /* One work completion, from a poller (the engine's on_wc): its connection
  * found by QP number (rdma-conn-table.c) and its work request checked
  * against what that connection posted, then handed on by the kind of work
- * request.  The lookup's reference keeps the connection alive until the
- * end; the work request's own is dropped with it. */
+ * request; a send-side one that completed well counts as the rail's
+ * progress (rail-timeout-ms).  The lookup's reference keeps the
+ * connection alive until the end; the work request's own is dropped with
+ * it. */
 void
 gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
 {
     struct gfr_rdma_wr *ctx = (struct gfr_rdma_wr *)(uintptr_t)wc->wr_id;
     struct gfr_rdma_conn *conn;
     int ok = wc->status == IBV_WC_SUCCESS;
+    int is_recv;
 
     if (wc->wr_id & GFR_WR_ID_SRQ) {
         srq_complete(poller->dev, (struct gfr_rdma_rbuf *)(uintptr_t)(wc->wr_id ^ GFR_WR_ID_SRQ),
@@ -214,6 +217,7 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         log_failed_wr(conn, ctx, wc, reason);
         gfr_rdma_conn_fail(conn, reason);
     }
+    is_recv = ctx->kind == GFR_WR_RECV; /* ctx may be reused once handed on */
     switch (ctx->kind) {
     case GFR_WR_RECV:
         ctx->posted = 0;
@@ -231,6 +235,8 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
         gfr_rdma_xfer_complete(ctx, ok);
         break;
     }
+    if (ok && !is_recv) /* only conn's poller completes a work request well */
+        CMM_STORE_SHARED(conn->sends_done, conn->sends_done + 1);
     gfr_rdma_conn_put(conn); /* the work request's */
     gfr_rdma_conn_put(conn); /* the lookup's */
 }

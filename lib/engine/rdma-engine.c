@@ -314,9 +314,15 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
 static void
 on_disconnected(struct gfr_rdma_conn *conn)
 {
+    int was_up;
+
     pthread_mutex_lock(&conn->lock);
+    was_up = conn->state == GFR_CONN_ESTABLISHED;
     gfr_rdma_conn_fail_locked(conn, gfr_rdma_conn_cut_off_locked(conn));
     pthread_mutex_unlock(&conn->lock);
+    /* a rail's end is the bundle's business: said where it comes from */
+    if (was_up && conn->bundle)
+        gfr_rdma_conn_log(conn, "rail %u: the peer disconnected it", conn->rail);
 }
 
 /* A client's next step of resolving and connecting, unless the connection
@@ -618,12 +624,86 @@ rail_pass_fire(struct gfr_rdma_conn *conn)
     gfr_rdma_conn_put(conn);
 }
 
+/*
+ * A rail of a bundle whose sends have made no progress for rail-timeout-ms
+ * (signaled work requests outstanding, none completing: an unsignaled one
+ * posted last never shows a completion; a path that drops what it
+ * is sent without an error, an RNR wait without end, iWARP's TCP
+ * retransmitting for minutes) is due; whether another rail made progress
+ * meanwhile is rail_stall_fire's question.  A rail idle or moving is
+ * well, and so is one first seen.  Takes conn->lock (under engine->lock,
+ * as snapshots do); CM thread.
+ */
+static int
+rail_stall_due(struct gfr_rdma_conn *conn, uint64_t now)
+{
+    uint64_t done, timeout_ns = conn->opts.rail_timeout_ms * 1000000ull;
+    uint32_t outstanding = 0;
+    int railed;
+
+    /* The state first: a client's lead gets its bundle on the connecting
+     * thread, before it is established. */
+    pthread_mutex_lock(&conn->lock);
+    railed = conn->state == GFR_CONN_ESTABLISHED && conn->bundle && timeout_ns &&
+             !conn->stall_ended;
+    if (railed)
+        outstanding = gfr_rdma_sq_signaled_locked(conn);
+    pthread_mutex_unlock(&conn->lock);
+    if (!railed)
+        return 0;
+    done = CMM_LOAD_SHARED(conn->sends_done);
+    if (done != conn->stall_seen) {
+        conn->stall_seen = done;
+        conn->moved_ns = now;
+    }
+    if (!conn->calm_ns || !outstanding || conn->moved_ns == now)
+        conn->calm_ns = now;
+    return now - conn->calm_ns >= timeout_ns;
+}
+
+/* Ends a stalled rail while another rail of its bundle made progress
+ * well into the stall (in its second half: a pause of the whole peer,
+ * which stalls every rail at once, is not taken for one rail's stall):
+ * its calls go on there.  When none did (the others idle, or stalled
+ * too), each other rail is probed
+ * (gfr_rdma_conn_keepalive, which posts none while one is out): one that
+ * answers has made progress by the next tick; if none does, the peer,
+ * not the rail, is slow or gone, which the probe and the adapter's
+ * retries judge, and the rail is left alone.  CM thread. */
+static void
+rail_stall_fire(struct gfr_rdma_conn *conn)
+{
+    uint64_t window_ns = conn->opts.rail_timeout_ms * 1000000ull;
+    int other = gfr_rdma_bundle_progressing(conn, conn->calm_ns + window_ns / 2);
+
+    if (other < 0) {
+        struct gfr_rdma_conn *others[GFR_CM_MAX_RAILS];
+        unsigned n = gfr_rdma_bundle_others(conn, others);
+
+        for (unsigned i = 0; i < n; i++) {
+            gfr_rdma_conn_keepalive(others[i]);
+            gfr_rdma_conn_put(others[i]);
+        }
+        return;
+    }
+    conn->stall_ended = 1;
+    gfr_rdma_conn_log(conn, "rail %u: its sends made no progress for rail-timeout-ms (%u ms) "
+                      "while rail %d's did: ending it", conn->rail,
+                      conn->opts.rail_timeout_ms, other);
+    gfr_rdma_conn_fail(conn, -ETIMEDOUT);
+    /* No disconnect handshake over a path that carries nothing: it could
+     * only time out (connect-timeout-ms) while the rail's calls wait for
+     * its end to be sent again.  The peer learns of it from the FENCE. */
+    gfr_rdma_conn_cm_done(conn);
+}
+
 static const struct conn_timer conn_timers[] = {
     {handshake_due, handshake_fire},
     {disconnect_due, disconnect_fire},
     {stranded_due, gfr_rdma_cq_flush_stranded},
     {keepalive_due, gfr_rdma_conn_keepalive},
     {rail_pass_due, rail_pass_fire},
+    {rail_stall_due, rail_stall_fire},
 };
 
 static void

@@ -343,6 +343,22 @@ gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn)
     return n;
 }
 
+/* How many of those were posted signaled: the ones a completion is still
+ * to come for (an unsignaled one posted last may never show one).  Caller
+ * holds conn->lock. */
+uint32_t
+gfr_rdma_sq_signaled_locked(const struct gfr_rdma_conn *conn)
+{
+    uint32_t n = 0;
+
+    for (uint32_t pos = 0; pos < conn->sq_count; pos++) {
+        uint8_t state = conn->sq_state[(conn->sq_head + pos) % conn->sq_size];
+
+        n += (state & GFR_SQ_SIGNALED) && !(state & GFR_SQ_DONE);
+    }
+    return n;
+}
+
 /* The position (from the ring's head) of ctx's oldest entry that is not
  * done yet, or sq_count when it has none.  ctx is compared, never read.
  * Caller holds conn->lock. */

@@ -63,6 +63,8 @@ struct gfr_rdma_opts {
     uint32_t rdma_depth;      /* RDMA READs/WRITEs in flight per connection */
     uint32_t connect_timeout_ms; /* address, route, CM connect, disconnect */
     uint32_t keepalive_ms;    /* a probe per connection this often, 0: none */
+    uint32_t rail_timeout_ms; /* multi-rail: a rail whose sends make no progress this
+                               * long while another rail's do ends, 0: never */
     uint8_t qp_timeout;       /* local ACK timeout: 4.096 us * 2^n */
     uint8_t retry_count;      /* 0-7 */
     uint8_t rnr_retry;        /* 0-7; 7 = retry forever */
@@ -118,7 +120,7 @@ const struct gfr_rdma_opt_info *gfr_rdma_opt_info(size_t i);
  * replies polled for up to 10 ms, 1 poller, direct, srq, 64 credits, 8 KiB inline, 4 MiB messages, 1 MiB
  * segments, depth 4, connect 5 s, keepalive 10 s, timeout 17, retry 7,
  * rnr 7, port 1, gid -1, no device, latency-stats on, rails off, no rail
- * addresses. */
+ * addresses, rail timeout 5 s. */
 void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
 
 /*
@@ -126,7 +128,7 @@ void gfr_rdma_opts_init(struct gfr_rdma_opts *opts);
  * spin-max-us, reply-spin-max-us, pollers, dispatch, receive-queue, credits, inline-max,
  * max-msg, segment-size, rdma-depth, connect-timeout-ms, keepalive-ms,
  * qp-timeout, retry-count, rnr-retry, port, gid-index, device,
- * latency-stats, rails, rail-addresses.  Sizes accept K, M suffixes (powers of 1024).
+ * latency-stats, rails, rail-addresses, rail-timeout-ms.  Sizes accept K, M suffixes (powers of 1024).
  * Returns 0, -ENOENT (unknown key) or -EINVAL (bad value); on error *why
  * (if not NULL) gets a sentence naming the key and the accepted values.
  */

@@ -70,6 +70,7 @@ static const struct opt_desc descs[] = {
     CHOICE("latency-stats", ENGINE, off_on_names, "on", latency_stats),
     CHOICE("rails", ENGINE, rails_names, "off", rails),
     {{"rail-addresses", GFR_OPT_ADDRESSES, ENGINE, 0, 0, NULL, NULL}, FIELD(rail_addresses)},
+    NUMBER("rail-timeout-ms", GFR_OPT_UINT, CONN, 0, 600000, "5000", rail_timeout_ms),
 };
 
 #define NDESCS (sizeof(descs) / sizeof(descs[0]))

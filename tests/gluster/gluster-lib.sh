@@ -56,6 +56,36 @@ rails_mount() {
 		fuse_mount "$3" "$4" "$GFR_GLUSTER_RUN/$1/client.vol"
 }
 
+# rails_start NAME PORT MOUNTPOINT LOG: the setup of a multi-rail test
+# through FUSE: GlusterFS's run directories, the fabric's second rail,
+# brick NAME on PORT offering both rails (rails_brick), and a FUSE mount
+# of it at MOUNTPOINT with rails, logging to LOG (emptied first, so that
+# its lines are this run's alone); rails_pid is the mount's process.  1,
+# with what failed said, on any failure.
+rails_start() {
+	rails_pid=
+	gluster_setup && fabric_rails_up && rails_brick "$1" "$2" || return 1
+	rm -f "$4"
+	rails_mount "$1" "$2" "$3" "$4" || { echo "gluster-lib: the FUSE mount of $1 failed"; return 1; }
+	rails_pid=$(pgrep -f "glusterfs -f $GFR_GLUSTER_RUN/$1/client.vol" | head -n 1)
+}
+
+# rails_diagnose NAME LOG PID: what a multi-rail test shows when it
+# fails: the end of the FUSE mount's LOG and of brick NAME's log, and
+# gfr-stat of the mount's process PID ("": none yet).
+rails_diagnose() {
+	tail -n 60 "$2"
+	tail -n 30 "$GFR_GLUSTER_LOGS/$1-brick.log"
+	[ -z "$3" ] || "${GFR_BUILDDIR:?}/tools/gfr-stat" "$3"
+}
+
+# rails_teardown NAME MOUNTPOINT: unmounts MOUNTPOINT (lazily when it is
+# busy) and stops brick NAME, whatever state a test left them in.
+rails_teardown() {
+	umount "$2" 2>/dev/null || umount -l "$2" 2>/dev/null
+	brick_stop "$1"
+}
+
 # fuse_mount MOUNTPOINT LOG VOLFILE [OPTION...]: stock glusterfs mounts
 # VOLFILE at MOUNTPOINT (made if need be) with --direct-io-mode=enable, so
 # that every read reaches the brick, and the OPTIONs, logging to LOG; then

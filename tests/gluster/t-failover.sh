@@ -18,33 +18,25 @@ src=$GFR_GLUSTER_RUN/$name-src
 work=$GFR_GLUSTER_RUN/$name-work
 log=$GFR_GLUSTER_LOGS/$name-fuse.log
 records=2000
-gfr_stat=${GFR_BUILDDIR:?}/tools/gfr-stat
 cutter= writer= appender=
 fpid=
 fail() {
 	echo "t-failover: $*"
 	cat "$work/cut" 2>/dev/null
-	tail -n 60 "$log"
-	tail -n 30 "$GFR_GLUSTER_LOGS/$name-brick.log"
-	[ -n "$fpid" ] && "$gfr_stat" "$fpid"
+	rails_diagnose $name "$log" "$fpid"
 	exit 1
 }
 cleanup() {
 	kill $cutter $writer $appender 2>/dev/null
-	umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
-	brick_stop $name
+	rails_teardown $name "$mnt"
 	rm -rf "$src" "$work" "$GFR_GLUSTER_RUN/$name"
 	fabric_rails_down
 }
 trap cleanup EXIT
 
-gluster_setup || exit 1
-fabric_rails_up || exit 1
+rails_start $name $port "$mnt" "$log" || fail "the setup failed"
+fpid=$rails_pid
 mkdir -p "$work"
-rails_brick $name $port || exit 1
-rm -f "$log" # its lines are this run's alone: the checks below read it whole
-rails_mount $name $port "$mnt" "$log" || fail "the FUSE mount failed"
-fpid=$(pgrep -f "glusterfs -f $GFR_GLUSTER_RUN/$name/client.vol" | head -n 1)
 head -c $((64 << 20)) /dev/urandom >"$src" || fail "cannot make the source data"
 
 fabric_rails_cut_after 500 "$(fabric_rails_tx)" >"$work/cut" 2>&1 &

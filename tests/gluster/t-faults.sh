@@ -39,15 +39,6 @@ test_name=t-faults
 count() { # PATTERN FILE
 	grep -c -E -- "$1" "$2" 2>/dev/null
 }
-# wait_count PATTERN FILE N SECONDS: until FILE has N lines matching
-wait_count() {
-	local i
-	for ((i = 0; i < $4 * 10; i++)); do
-		[ "$(count "$1" "$2")" -ge "$3" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 wait_active() { # DEV
 	wait_port_active "$1" || { fail "$1 did not come back ACTIVE"; return 1; }
 }
@@ -73,11 +64,11 @@ stop_io() {
 }
 # outage OUT N WHAT: the client's Nth outage began and ended
 outage() {
-	wait_count 'errors begin' "$run/$1" "$2" 60 ||
+	wait_lines "$run/$1" 'errors begin' "$2" 60 ||
 		{ cat "$run/$1"; fail "$3: the client saw no error within 60 s"; return 1; }
 }
 resumed() {
-	wait_count 'I/O resumed' "$run/$1" "$2" 120 ||
+	wait_lines "$run/$1" 'I/O resumed' "$2" 120 ||
 		{ cat "$run/$1"; fail "$3: I/O did not resume within 120 s"; return 1; }
 	echo "t-faults: $3: $(grep 'I/O resumed' "$run/$1" | tail -n 1)"
 }
@@ -148,7 +139,7 @@ echo "t-faults: rdma link delete rxe0 under the brick took $((($(date +%s%N) - s
 outage dev 1 "rxe0 deleted"
 rdma link add rxe0 type rxe netdev veth0 || fail "re-adding rxe0"
 if wait_active rxe0; then
-	wait_count 'listening again' "$GFR_GLUSTER_LOGS/$name-brick.log" $((relistens + 1)) 30 ||
+	wait_lines "$GFR_GLUSTER_LOGS/$name-brick.log" 'listening again' $((relistens + 1)) 30 ||
 		fail "the brick's listener did not listen again within 30 s"
 	resumed dev 1 "rxe0 deleted and re-added"
 fi

@@ -439,10 +439,13 @@ print_stuck(struct gfr_rdma *engine, const char *who)
     for (unsigned i = 0; i < snap->nconns; i++) {
         const struct gfr_rdma_conn_info *c = &snap->conns[i];
 
-        fprintf(stderr, "engine-test: %s: still there: connection with %s, %s, reason %d, "
-                        "%u READ/WRITE in flight, %u on the send queue, %u offers, %u queued; "
-                        "last error: %s\n", who, c->peer, c->state, c->reason, c->rdma_inflight,
-                c->send_queue, c->offers, c->queued, c->last_error[0] ? c->last_error : "none");
+        fprintf(stderr, "engine-test: %s: still there: connection with %s (rail %u of bundle "
+                        "%u, on %s), %s, reason %d, %u READ/WRITE in flight, %u on the send "
+                        "queue, %u offers, %u queued, credits %u/%u/%u, %lu sent, %lu received; "
+                        "last error: %s\n", who, c->peer, c->rail, c->bundle, c->device,
+                c->state, c->reason, c->rdma_inflight, c->send_queue, c->offers, c->queued,
+                c->credits_ours, c->credits_theirs, c->credits_window, c->stats.sent,
+                c->stats.received, c->last_error[0] ? c->last_error : "none");
     }
     gfr_rdma_snapshot_free(snap);
 }
@@ -688,6 +691,7 @@ run_client(struct gfr_rdma *engine, const char *addr, const char *port,
 
         /* The peer went away mid-stream: every connection must report it
          * exactly once, within the time limit. */
+        print_stuck(engine, "client");
         pthread_mutex_lock(&st.lock);
         err = WAIT_FOR(st.disconnected >= conns);
         for (unsigned c = 0; c < conns; c++) {

@@ -442,17 +442,33 @@ fabric_links() {
 # calls, at no set time.  Says when, or that it never came (after about
 # 300 s); run it in the background.
 fabric_rails_cut_after() {
-	local want=$1 before=${2:-0 0 0 0} tx
+	local sent
+	sent=$(fabric_rails_wait_tx "$@") || { echo "cut: veth3 never carried $1 packets"; return 1; }
+	echo "cut: $fabric_dev3 deleted after veth3 sent $sent packets"
+	rdma link delete "$fabric_dev3" || echo "cut: rdma link delete $fabric_dev3 failed"
+}
+
+# fabric_rails_wait_tx PACKETS [BEFORE]: until veth3 has sent PACKETS
+# packets more than BEFORE (fabric_rails_tx's counts; default: none), at
+# most about 300 s; prints how many it has sent, or fails.
+fabric_rails_wait_tx() {
+	local before=${2:-0 0 0 0} tx
 	for _ in $(seq 1 6000); do
 		tx=($(fabric_rails_tx "$before"))
-		if [ "${tx[3]}" -ge "$want" ]; then
-			echo "cut: $fabric_dev3 deleted after veth3 sent ${tx[3]} packets"
-			rdma link delete "$fabric_dev3" || echo "cut: rdma link delete $fabric_dev3 failed"
-			return 0
-		fi
+		[ "${tx[3]}" -ge "$1" ] && { echo "${tx[3]}"; return 0; }
 		sleep 0.05
 	done
-	echo "cut: veth3 never carried $want packets"
+	return 1
+}
+
+# wait_lines FILE PATTERN N SECONDS: until FILE has N lines matching
+# PATTERN (grep -E); fails when it has not within SECONDS.
+wait_lines() {
+	local i
+	for ((i = 0; i < $4 * 10; i++)); do
+		[ "$(grep -c -E -- "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
+		sleep 0.1
+	done
 	return 1
 }
 

@@ -23,41 +23,24 @@ cycler=
 trap 'touch "$stop"; [ -n "$cycler" ] && kill "$cycler" 2>/dev/null; pair_cleanup; fabric_rails_down' EXIT
 fail() { echo "t-engine-rejoin: $*"; cat "$pair_dir/client" "$pair_dir/server" "$pair_dir/cycles"; exit 1; }
 
-# wait_lines FILE PATTERN N: until FILE has N lines matching PATTERN, at
-# most 120 s.
-wait_lines() {
-	local i
-	for ((i = 0; i < 1200; i++)); do
-		[ "$(grep -c "$2" "$1")" -ge "$3" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # The cuts, in the background; stops the client when done or stuck.
 cut_and_restore() {
-	local i t0 t1
+	local i t0 t1 sent
 	for ((i = 1; i <= cycles; i++)); do
 		fabric_rails_cut_after 500 "$(fabric_rails_tx)" || break
 		sleep 1
 		rdma link add "$fabric_dev3" type "$fabric_provider" netdev veth3 ||
 			{ echo "cycle $i: rdma link add $fabric_dev3 failed"; break; }
 		t0=$(date +%s%N)
-		if ! wait_lines "$pair_dir/client" "joined again" "$i"; then
+		if ! wait_lines "$pair_dir/client" "joined again" "$i" 120; then
 			echo "cycle $i: the rail did not join again within 120 s of $fabric_dev3's return"
 			break
 		fi
 		t1=$(date +%s%N)
 		echo "cycle $i: the rail joined again $(((t1 - t0) / 1000000)) ms after $fabric_dev3 came back"
 	done
-	if [ "$i" -gt "$cycles" ]; then
-		local before i
-		before=$(fabric_rails_tx)
-		for ((i = 0; i < 1200; i++)); do
-			tx=($(fabric_rails_tx "$before"))
-			[ "${tx[3]}" -ge 500 ] && { echo "after the last: veth3 carried ${tx[3]} packets"; break; }
-			sleep 0.1
-		done
+	if [ "$i" -gt "$cycles" ] && sent=$(fabric_rails_wait_tx 500 "$(fabric_rails_tx)"); then
+		echo "after the last: veth3 carried $sent packets"
 	fi
 	touch "$stop"
 }

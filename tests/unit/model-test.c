@@ -20,7 +20,10 @@
  * - with rails, a fault on one device after every second rail joined
  *   costs nothing: every request is answered and no connection ends;
  *   after a QP's error (the device still works) the rail joins again,
- *   and a second round of requests is answered over the rails;
+ *   and a second round of requests is answered over the rails; and when
+ *   a client device's QPs stall without an error instead (the rail seeds
+ *   without a fault), rail-timeout-ms ends the stalled rail and
+ *   every request is answered with no connection ended;
  * - without a fault, every request is answered and every connection ends
  *   in order;
  * - every connection reports its end exactly once;
@@ -122,6 +125,11 @@ struct run {
     int railed;
     /* ... and, after a QP's error, the rail joined again (rejoin_round) */
     int rejoined;
+    /* Multi-rail without a fault: one client device's QPs stall silently
+     * once every rail joined (model_stall), and rail-timeout-ms must end
+     * the stalled rails while failover hides it */
+    int stall;
+    unsigned stall_host;
     int hook_open;
     int hook_busy;
     char problems[2048];
@@ -136,13 +144,30 @@ static struct {
     unsigned next;
 } logs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Rails the engines ended for a stall (rail-timeout-ms), from their log:
+ * under logs.lock. */
+static unsigned stall_ends;
+
 static void
 log_line(const char *msg, void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&logs.lock);
     snprintf(logs.lines[logs.next++ % 16], sizeof(logs.lines[0]), "%s", msg);
+    if (strstr(msg, "made no progress for rail-timeout-ms"))
+        stall_ends++;
     pthread_mutex_unlock(&logs.lock);
+}
+
+static unsigned
+stall_ends_now(void)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&logs.lock);
+    n = stall_ends;
+    pthread_mutex_unlock(&logs.lock);
+    return n;
 }
 
 static uint64_t
@@ -706,6 +731,8 @@ static unsigned failovers_checked;
 /* ... and of those, seeds whose rail joined again after a QP's error and
  * carried a second round (rejoin_round). */
 static unsigned rejoins_checked;
+/* Seeds whose client device stalled silently (run->stall). */
+static unsigned stalls_checked;
 
 /* A number drawn from seed and salt apart from the run's stream
  * (splitmix64's finalizer). */
@@ -792,6 +819,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     struct sockaddr_in srv_addr, cli_addr, listen_addr;
     char report[4096];
     unsigned findings;
+    unsigned stalls_before;
     int faulted, rejoin, err;
 
     assert_non_null(run);
@@ -827,6 +855,13 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
         assert_int_equal(gfr_rdma_opts_set(&opts, "rail-addresses", "10.0.0.1,10.0.1.1",
                                            NULL, 0), 0);
         plan.host += 2 * (unsigned)(mix(seed, 2) % 2);
+        /* The seeds without a fault stall one client device's QPs
+         * instead, with a short rail timeout. */
+        if (plan.fault == MODEL_FAULT_NONE) {
+            run->stall = 1;
+            run->stall_host = 1 + 2 * (unsigned)(mix(seed, 4) % 2);
+            opts.rail_timeout_ms = 300;
+        }
     }
     assert_int_equal(model_start(profile, seed, &plan, disconnect_one, run), 0);
     gfr_pool_opts_init(&pool_opts);
@@ -868,6 +903,9 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     pthread_mutex_unlock(&run->lock);
     if (opts.rails == GFR_RAILS_AUTO)
         wait_for_rails(run, client);
+    stalls_before = stall_ends_now();
+    if (run->stall && run->railed)
+        model_stall(run->stall_host);
     for (unsigned k = 0; k < run->nreqs; k++)
         for (unsigned c = 0; c < run->nclients; c++)
             if (run->clients[c].connected)
@@ -877,6 +915,10 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
         problem(run, "requests still open after %d ms", WAIT_MS);
     rejoin = model_faults_injected() && plan.fault == MODEL_FAULT_QP_ERROR &&
              failover_expected(run, plan.fault) && !run->nproblems;
+    if (run->stall && run->railed && stall_ends_now() == stalls_before)
+        problem(run, "model%u's QPs stalled, and rail-timeout-ms ended no rail",
+                run->stall_host);
+    stalls_checked += run->stall && run->railed;
     pthread_mutex_unlock(&run->lock);
     if (rejoin)
         rejoin_round(run, client);
@@ -966,6 +1008,7 @@ run_profile(enum model_profile profile)
     duplicates_given = 0;
     failovers_checked = 0;
     rejoins_checked = 0;
+    stalls_checked = 0;
     for (unsigned i = 0; i < seeds; i++) {
         uint64_t seed = one && *one ? strtoull(one, NULL, 10) : i + 1;
 
@@ -977,11 +1020,11 @@ run_profile(enum model_profile profile)
     print_message("model %s: %u seed(s), %u failed; faults injected: none (or not reached) %u, qp-error %u, "
                   "port-down %u, device-removal %u, peer-disconnect %u; duplicate completions %u; "
                   "faults on one rail that failover had to hide %u, rails that joined again "
-                  "after one %u\n",
+                  "after one %u; silent stalls of one rail %u\n",
                   model_profile_name(profile), ran, failed, faults[MODEL_FAULT_NONE],
                   faults[MODEL_FAULT_QP_ERROR], faults[MODEL_FAULT_PORT_DOWN],
                   faults[MODEL_FAULT_DEVICE_REMOVAL], faults[MODEL_FAULT_PEER_DISCONNECT],
-                  duplicates_given, failovers_checked, rejoins_checked);
+                  duplicates_given, failovers_checked, rejoins_checked, stalls_checked);
     assert_int_equal(failed, 0);
 }
 

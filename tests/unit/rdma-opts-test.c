@@ -159,7 +159,7 @@ poke(struct gfr_rdma_opts *o, const char *key, long long value)
         F("connect-timeout-ms", connect_timeout_ms), F("keepalive-ms", keepalive_ms),
         F("qp-timeout", qp_timeout), F("retry-count", retry_count), F("rnr-retry", rnr_retry),
         F("port", port), F("gid-index", gid_index), F("latency-stats", latency_stats),
-        F("rails", rails),
+        F("rails", rails), F("rail-timeout-ms", rail_timeout_ms),
 #undef F
     };
 
@@ -226,7 +226,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
         }
         n++;
     }
-    assert_int_equal(n, 22);
+    assert_int_equal(n, 23);
 }
 
 /* A valid value of info's option other than its default, as text. */

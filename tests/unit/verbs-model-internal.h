@@ -165,6 +165,7 @@ struct mqp {
     struct mrq rq; /* without an SRQ */
     struct fifo sq_cqes, rq_cqes, rd_cqes; /* generated, not yet in the CQ */
     int last_wqe_due;
+    int stalled; /* model_stall: its sends wait, without an error, until it fails */
     struct cds_list_head link; /* vm.qps */
 };
 

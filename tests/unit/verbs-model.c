@@ -602,7 +602,7 @@ fabric_step(void)
     cds_list_for_each_entry(qp, &vm.qps, link) {
         if (n + 5 > sizeof(acts) / sizeof(acts[0]))
             break;
-        if (qp->sends && qp->qp.state == IBV_QPS_RTS)
+        if (qp->sends && qp->qp.state == IBV_QPS_RTS && !qp->stalled)
             acts[n++] = (struct action){RUN_SEND, qp};
         if (qp->sq_cqes.head)
             acts[n++] = (struct action){DELIVER_SQ, qp};
@@ -891,6 +891,18 @@ counter(const unsigned *which)
     n = *which;
     pthread_mutex_unlock(&vm.lock);
     return n;
+}
+
+void
+model_stall(unsigned host)
+{
+    struct mqp *qp;
+
+    pthread_mutex_lock(&vm.lock);
+    cds_list_for_each_entry(qp, &vm.qps, link)
+        if (qp->host == &vm.hosts[host])
+            qp->stalled = 1;
+    pthread_mutex_unlock(&vm.lock);
 }
 
 unsigned

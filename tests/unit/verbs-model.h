@@ -72,6 +72,11 @@ unsigned model_stop(char *report, size_t len);
 /* QPs not yet destroyed. */
 unsigned model_live_qps(void);
 
+/* A silent stall: the sends of every QP now on host's device (0 to 3:
+ * model_addr) wait, without an error, until the QP fails; QPs made later
+ * are not stalled.  Any thread. */
+void model_stall(unsigned host);
+
 /* How many faults the plan injected (0 or 1) by now. */
 unsigned model_faults_injected(void);
 
