@@ -1269,6 +1269,8 @@ rejoin_rails(struct gfr_rdma *engine)
     uint64_t now = gfr_now_ns();
     unsigned n = 0;
 
+    if (uatomic_read(&engine->destroying)) /* every connection is ending */
+        return;
     pthread_mutex_lock(&engine->lock);
     cds_list_for_each_entry(b, &engine->bundles, link) {
         uint64_t at = uatomic_read(&b->rejoin_ns);
