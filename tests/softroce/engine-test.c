@@ -2,9 +2,10 @@
 /*
  * engine-test: drives lib/'s RDMA engine over soft-RoCE.
  *
- *   engine-test server ADDR PORT [-c CONNS] [-o key=value]...
+ *   engine-test server ADDR PORT [-c CONNS] [-t SECONDS] [-o key=value]...
  *       accepts CONNS connections (default 1), echoes every message back
- *       with its bytes inverted, exits 0 once all have disconnected in order.
+ *       with its bytes inverted, exits 0 once all have disconnected in order,
+ *       within SECONDS (default 60: a client that runs longer needs more).
  *       With -c 0 it serves any number of connections until SIGTERM, then
  *       prints how they ended (orderly, protocol violation, I/O error,
  *       other) and exits 0 when each ended exactly once, none is left and
@@ -337,17 +338,18 @@ accept_one(struct gfr_rdma_listener *l, struct gfr_rdma_conn *conn, void *cb_arg
     return 0;
 }
 
-/* Waits until cond holds (st.lock held); 0, or -ETIMEDOUT. */
-#define WAIT_FOR(pred)                                                      \
+/* Waits until cond holds (st.lock held), at most ms; 0, or -ETIMEDOUT. */
+#define WAIT_FOR_MS(pred, ms)                                               \
     ({                                                                      \
         struct timespec deadline_;                                          \
         int rc_ = 0;                                                        \
         clock_gettime(CLOCK_REALTIME, &deadline_);                          \
-        deadline_.tv_sec += WAIT_MS / 1000;                                 \
+        deadline_.tv_sec += (ms) / 1000;                                    \
         while (!(pred) && rc_ == 0)                                         \
             rc_ = pthread_cond_timedwait(&st.cond, &st.lock, &deadline_);   \
         (pred) ? 0 : -ETIMEDOUT;                                            \
     })
+#define WAIT_FOR(pred) WAIT_FOR_MS(pred, WAIT_MS)
 
 static int
 die(const char *what)
@@ -452,7 +454,7 @@ print_stuck(struct gfr_rdma *engine, const char *who)
 
 static int
 run_server(struct gfr_rdma *engine, const char *addr, const char *port,
-           unsigned conns)
+           unsigned conns, unsigned seconds)
 {
     struct sockaddr_storage ss;
     struct sockaddr_storage bound;
@@ -481,7 +483,7 @@ run_server(struct gfr_rdma *engine, const char *addr, const char *port,
     if (conns == 0)
         return serve_until_stopped(engine);
     pthread_mutex_lock(&st.lock);
-    err = WAIT_FOR(st.disconnected >= conns);
+    err = WAIT_FOR_MS(st.disconnected >= conns, seconds ? seconds * 1000ull : WAIT_MS);
     /* A client's close may cut off a SEND of ours: RoCE flushes it (an
      * orderly end), iWARP's TCP stream breaks under it (-ECONNRESET, siw
      * even for a SEND it had handed to TCP); either way the client went
@@ -905,7 +907,7 @@ main(int argc, char **argv)
     if (gfr_rdma_create(&opts, pool, &engine) != 0)
         return die("cannot create the engine");
     if (strcmp(argv[optind], "server") == 0)
-        rc = run_server(engine, argv[optind + 1], argv[optind + 2], conns);
+        rc = run_server(engine, argv[optind + 1], argv[optind + 2], conns, seconds);
     else if (strcmp(argv[optind], "cycles") == 0 && argc - optind >= 4)
         rc = run_cycles(engine, argv[optind + 1], argv[optind + 2], argv[optind + 3], conns);
     else if (strcmp(argv[optind], "client") == 0 && argc - optind >= 4)

@@ -49,7 +49,7 @@ fabric_rails_up || exit 1
 offer="rail-addresses=$GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
 cut_and_restore >"$pair_dir/cycles" 2>&1 &
 cycler=$!
-run_pair t-engine-rejoin 900 "$prog" server 0.0.0.0 20150 -r -o rails=auto -o "$offer" -- \
+run_pair t-engine-rejoin 900 "$prog" server 0.0.0.0 20150 -r -t 900 -o rails=auto -o "$offer" -- \
 	"$prog" client "$GFR_SERVER_ADDR" 20150 "$GFR_CLIENT_ADDR" -r -n 400000 -S "$stop" \
 	-b 16 -s 65536 -o rails=auto || fail "the calls across the cuts failed"
 wait "$cycler"

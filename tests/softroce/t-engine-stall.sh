@@ -64,7 +64,7 @@ fabric_rails_up || exit 1
 offer="rail-addresses=$GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
 stall_and_repair >"$pair_dir/stall" 2>&1 &
 staller=$!
-run_pair t-engine-stall 600 "$prog" server 0.0.0.0 20160 -r -o rails=auto -o "$offer" -- \
+run_pair t-engine-stall 600 "$prog" server 0.0.0.0 20160 -r -t 600 -o rails=auto -o "$offer" -- \
 	"$prog" client "$GFR_SERVER_ADDR" 20160 "$GFR_CLIENT_ADDR" -r -n 400000 -S "$stop" \
 	-b 16 -s 65536 -o rails=auto -o rail-timeout-ms=1500 || fail "the calls across the stall failed"
 wait "$staller"
