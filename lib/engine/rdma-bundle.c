@@ -21,7 +21,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -563,8 +562,9 @@ rejoin_next_locked(struct gfr_rdma_bundle *b)
 }
 
 /* path's rail ended, or none could be made: it waits its backoff, from
- * the first after a rail that lasted.  Caller holds the lock. */
-static void
+ * the first after a rail that lasted; how many ms.  Caller holds the
+ * lock. */
+static unsigned
 path_lost_locked(struct gfr_rdma_bundle *b, int path, uint64_t now)
 {
     struct gfr_rdma_path *p = &b->paths[path];
@@ -587,6 +587,7 @@ path_lost_locked(struct gfr_rdma_bundle *b, int path, uint64_t now)
     p->state = GFR_PATH_WAITING;
     p->retry_ns = now + ms * 1000000ull;
     rejoin_next_locked(b);
+    return ms;
 }
 
 int
@@ -670,16 +671,20 @@ unsigned
 gfr_rdma_bundle_others(struct gfr_rdma_conn *rail, struct gfr_rdma_conn *others[GFR_CM_MAX_RAILS])
 {
     struct gfr_rdma_bundle *b = rail->bundle;
-    unsigned n = 0;
+    struct gfr_rdma_conn *live[GFR_CM_MAX_RAILS];
+    unsigned n = 0, nlive;
 
     if (!b)
         return 0;
     pthread_mutex_lock(&b->lock);
-    for (unsigned i = 0; i < GFR_CM_MAX_RAILS; i++)
-        if (b->rails[i] && b->rails[i] != rail && b->live[i] &&
-            gfr_rdma_conn_tryget(b->rails[i]))
-            others[n++] = b->rails[i];
+    nlive = hold_rails_locked(b, 0, live);
     pthread_mutex_unlock(&b->lock);
+    for (unsigned i = 0; i < nlive; i++) {
+        if (live[i] == rail)
+            gfr_rdma_conn_put(live[i]);
+        else
+            others[n++] = live[i];
+    }
     return n;
 }
 
@@ -846,7 +851,7 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
     CDS_LIST_HEAD(resend);
     unsigned nlive = 0;
     unsigned nheld = 0;
-    uint64_t retry_ms = 0;
+    unsigned retry_ms = 0;
     char again[48] = "";
     int was_live, failover, ending;
 
@@ -862,13 +867,8 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
         b->ending = 1;
         b->reason = reason;
     }
-    if (b->path_of[rail->rail] >= 0) {
-        int path = b->path_of[rail->rail];
-        uint64_t now = gfr_now_ns();
-
-        path_lost_locked(b, path, now);
-        retry_ms = (b->paths[path].retry_ns - now) / 1000000u;
-    }
+    if (b->path_of[rail->rail] >= 0)
+        retry_ms = path_lost_locked(b, b->path_of[rail->rail], gfr_now_ns());
     failover = was_live && !b->ending;
     if (failover)
         nheld = hold_rails_locked(b, 0, live);
@@ -885,7 +885,7 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
     b->open--;
 
     if (retry_ms)
-        snprintf(again, sizeof(again), "; it joins again in %" PRIu64 " ms", retry_ms);
+        snprintf(again, sizeof(again), "; it joins again in %u ms", retry_ms);
     if (failover) {
         gfr_rdma_conn_log(rail, "rail %u ended (%s): the connection goes on over the other "
                           "rails%s%s", rail->rail, reason ? strerror(-reason) : "orderly",

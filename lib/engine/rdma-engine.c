@@ -808,9 +808,10 @@ watch_handlers(struct gfr_rdma *engine)
  * while pollers run handlers (watch_handlers), 100 ms while anything is on
  * its way (a connection being set up or ending, a listener to reopen or
  * to close, a device being removed, destruction), else a second, or the
- * keepalive interval or the time until a rail is due to rejoin if shorter: an idle process wakes once a second, and
- * keepalives and the check of stuck posts (gfr_rdma_dev_check_posts) run
- * at most that much late.  Takes engine->lock; CM thread.
+ * keepalive interval or the time until a rail is due to rejoin if
+ * shorter: an idle process wakes once a second, and keepalives and the
+ * check of stuck posts (gfr_rdma_dev_check_posts) run at most that much
+ * late.  Takes engine->lock; CM thread.
  */
 static int
 tick_ms(struct gfr_rdma *engine)
@@ -842,9 +843,10 @@ tick_ms(struct gfr_rdma *engine)
     }
     cds_list_for_each_entry(bundle, &engine->bundles, link) {
         uint64_t at = uatomic_read(&bundle->rejoin_ns);
+        uint64_t wait_ms = at > now ? (at - now) / 1000000u + 1 : 0;
 
-        if (at && (at <= now || (at - now) / 1000000u + 1 < (uint64_t)ms))
-            ms = at <= now ? 0 : (int)((at - now) / 1000000u + 1);
+        if (at && wait_ms < (uint64_t)ms)
+            ms = (int)wait_ms;
     }
     pthread_mutex_unlock(&engine->lock);
     return ms;

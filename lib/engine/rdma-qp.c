@@ -331,16 +331,27 @@ gfr_rdma_sq_push_locked(struct gfr_rdma_conn *conn, struct gfr_rdma_wr *ctx, int
     conn->sq_state[at] = signaled ? GFR_SQ_SIGNALED : 0;
 }
 
+/* Send-queue work requests posted and not yet seen complete whose state
+ * has every bit of with.  Caller holds conn->lock. */
+static uint32_t
+sq_count_locked(const struct gfr_rdma_conn *conn, uint8_t with)
+{
+    uint32_t n = 0;
+
+    for (uint32_t pos = 0; pos < conn->sq_count; pos++) {
+        uint8_t state = conn->sq_state[(conn->sq_head + pos) % conn->sq_size];
+
+        n += (state & with) == with && !(state & GFR_SQ_DONE);
+    }
+    return n;
+}
+
 /* How many send-queue work requests are posted and not yet seen complete.
  * Caller holds conn->lock. */
 uint32_t
 gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn)
 {
-    uint32_t n = 0;
-
-    for (uint32_t pos = 0; pos < conn->sq_count; pos++)
-        n += !(conn->sq_state[(conn->sq_head + pos) % conn->sq_size] & GFR_SQ_DONE);
-    return n;
+    return sq_count_locked(conn, 0);
 }
 
 /* How many of those were posted signaled: the ones a completion is still
@@ -349,14 +360,7 @@ gfr_rdma_sq_outstanding_locked(const struct gfr_rdma_conn *conn)
 uint32_t
 gfr_rdma_sq_signaled_locked(const struct gfr_rdma_conn *conn)
 {
-    uint32_t n = 0;
-
-    for (uint32_t pos = 0; pos < conn->sq_count; pos++) {
-        uint8_t state = conn->sq_state[(conn->sq_head + pos) % conn->sq_size];
-
-        n += (state & GFR_SQ_SIGNALED) && !(state & GFR_SQ_DONE);
-    }
-    return n;
+    return sq_count_locked(conn, GFR_SQ_SIGNALED);
 }
 
 /* The position (from the ring's head) of ctx's oldest entry that is not

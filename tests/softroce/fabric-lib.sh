@@ -448,6 +448,34 @@ fabric_rails_cut_after() {
 	rdma link delete "$fabric_dev3" || echo "cut: rdma link delete $fabric_dev3 failed"
 }
 
+# rails_call_pair NAME PORT SECONDS [CLIENT-OPTION...]: run_pair of
+# engine-test's server and client, both with rails=auto and the server
+# offering both rail addresses of the test fabric: the client makes calls
+# with replies (up to 64 KiB, 16 at a time) until $pair_dir/stop exists;
+# the server waits as long as the run.  After pair_init and
+# fabric_rails_up.
+rails_call_pair() {
+	local name=$1 port=$2 limit=$3 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
+	shift 3
+	run_pair "$name" "$limit" "$prog" server 0.0.0.0 "$port" -r -t "$limit" -o rails=auto \
+		-o "rail-addresses=$GFR_SERVER_ADDR,$GFR_SERVER_ADDR2" -- \
+		"$prog" client "$GFR_SERVER_ADDR" "$port" "$GFR_CLIENT_ADDR" -r -n 400000 \
+		-S "$pair_dir/stop" -b 16 -s 65536 -o rails=auto "$@"
+}
+
+# rails_calls_once: after rails_call_pair, how many calls the client had
+# answered with every byte right, once none ended in error and the server
+# ran each once and ended once, in order; otherwise what failed, and 1.
+rails_calls_once() {
+	local n
+	n=$(sed -n 's/.* \([0-9]*\) requests with replies .* verified both ways, 0 bad.*/\1/p' "$pair_dir/client")
+	[ -n "$n" ] || { echo "not every request was answered right"; return 1; }
+	grep -q "ended with" "$pair_dir/client" && { echo "requests ended with an error"; return 1; }
+	grep -q "echoed $n messages, 0 ended badly" "$pair_dir/server" ||
+		{ echo "the server did not run each of the $n calls once, or its connection did not end once, in order"; return 1; }
+	echo "$n"
+}
+
 # fabric_rails_wait_tx PACKETS [BEFORE]: until veth3 has sent PACKETS
 # packets more than BEFORE (fabric_rails_tx's counts; default: none), at
 # most about 300 s; prints how many it has sent, or fails.

@@ -19,7 +19,6 @@
 # end and from the repair to the rejoin.  Each wait is bounded (120 s).
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
-prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
 pair_init
 stop=$pair_dir/stop
 staller=
@@ -61,12 +60,10 @@ stall_and_repair() {
 }
 
 fabric_rails_up || exit 1
-offer="rail-addresses=$GFR_SERVER_ADDR,$GFR_SERVER_ADDR2"
 stall_and_repair >"$pair_dir/stall" 2>&1 &
 staller=$!
-run_pair t-engine-stall 600 "$prog" server 0.0.0.0 20160 -r -t 600 -o rails=auto -o "$offer" -- \
-	"$prog" client "$GFR_SERVER_ADDR" 20160 "$GFR_CLIENT_ADDR" -r -n 400000 -S "$stop" \
-	-b 16 -s 65536 -o rails=auto -o rail-timeout-ms=1500 || fail "the calls across the stall failed"
+rails_call_pair t-engine-stall 20160 600 -o rail-timeout-ms=1500 ||
+	fail "the calls across the stall failed"
 wait "$staller"
 staller=
 cat "$pair_dir/stall" "$pair_dir/client"
@@ -74,9 +71,5 @@ grep -q "^stall: the client ended the rail" "$pair_dir/stall" || fail "the stall
 grep -q "^after the repair: veth3 carried" "$pair_dir/stall" || fail "calls did not cross the rail after its repair"
 grep -q "rail 1: its sends made no progress for rail-timeout-ms (1500 ms) while rail 0's did: ending it" \
 	"$pair_dir/client" || fail "the client did not name the stall"
-n=$(sed -n 's/.* \([0-9]*\) requests with replies .* verified both ways, 0 bad.*/\1/p' "$pair_dir/client")
-[ -n "$n" ] || fail "not every request was answered right"
-grep -q "ended with" "$pair_dir/client" && fail "requests ended with an error"
-grep -q "echoed $n messages, 0 ended badly" "$pair_dir/server" ||
-	fail "the server did not run each of the $n calls once, or its connection did not end once, in order"
+n=$(rails_calls_once) || fail "$n"
 echo "t-engine-stall: $n calls across a silent stall of the second rail: ended for it, joined again, every byte checked, no error, one orderly end"
