@@ -107,6 +107,19 @@ struct gfr_rdma_bundle {
  */
 int gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server);
 
+/*
+ * A client's: the server's accept took lead into the server's bundle id
+ * (with token), or, with id 0, took it into none (an older server, or one
+ * without rails or rail addresses).  Only a bundle the server took marks
+ * its calls (AWAITS_REPLY, RESEND, the mark in `written`, which the
+ * server's table of calls reads): one it did not take sends what a
+ * connection without rails sends, which is all an older server accepts
+ * (docs/wire-protocol.md).  CM thread, before the lead's connected
+ * callback, so that no call goes out before it is known; takes the
+ * bundle's lock, under which send_copy reads the id.
+ */
+void gfr_rdma_bundle_taken(struct gfr_rdma_conn *lead, uint32_t id, uint64_t token);
+
 /* Sets what snapshots show of conn's place in a bundle: the bundle's id
  * (a client learns it from the server's accept) and its rail.  Any
  * thread; takes conn->lock, under which snapshots read them. */

@@ -121,7 +121,9 @@ struct gfr_rdma_sbuf {
     void *mem;
 };
 
-/* One CQ with its completion channel and the thread that polls it. */
+struct gfr_rdma_poll_thread;
+
+/* One CQ with its completion channel, polled by its thread (thread). */
 struct gfr_rdma_poller {
     struct gfr_rdma_dev *dev;
     struct ibv_comp_channel *channel;
@@ -129,7 +131,9 @@ struct gfr_rdma_poller {
     int cq_size;
     int cq_reserved; /* entries promised to QPs, under engine->lock */
     unsigned index;
-    pthread_t thread;
+    /* The thread that polls it, set once it has joined one (started);
+     * stopping (uatomic) is set as it leaves, for its relay. */
+    struct gfr_rdma_poll_thread *thread;
     int started;
     int stopping;
     /* Pull buffers: free lists only this poller touches, and what other
@@ -196,15 +200,66 @@ struct gfr_rdma_poller {
      * run once the batch is handled (the holder's own). */
     struct gfr_pool_job *direct[GFR_POLL_BATCH];
     unsigned ndirect;
-    /* The poller thread runs handlers, poll_lock released (uatomic):
-     * since when, and how many runs began; the relay's job, and whether
-     * it is asked for or running (0 / 1). */
+    /* Its thread runs handlers, poll_lock released (uatomic): since
+     * when, and how many runs began. */
     int handling;
     uint64_t handling_since_ns;
     unsigned long handling_seq;
+    unsigned long watch_seq; /* CM thread: handling_seq at its last look */
+};
+
+/* How many pollers one thread polls at most (one per device). */
+#define GFR_POLL_THREAD_MAX 8
+
+/*
+ * What one thread polls: the pollers whose poll_lock it holds (rdma-poller.c).
+ * The poller thread's own (thread set), or a relay's set of its one poller.
+ */
+struct gfr_rdma_reap_set {
+    struct gfr_rdma_poll_thread *thread; /* NULL: a relay's */
+    unsigned long gen;                   /* the thread's members_gen it follows */
+    unsigned n;
+    struct gfr_rdma_poller *m[GFR_POLL_THREAD_MAX];
+};
+
+/*
+ * A poller thread (rdma-poller.c): it polls the CQs of its members, and
+ * spins for them or sleeps on all their channels at once.  With rails off
+ * each poller has a thread of its own; with rails=auto the pollers with
+ * the same index on every device of the engine share one
+ * (engine->shared_threads), so that the rails of a bundle are reaped by
+ * one thread that stays hot, as one rail's are, instead of two that each
+ * see half the completions and sleep between them (docs/engine.md,
+ * "Poller threads and rails").
+ *
+ * Members join and leave (a device made or removed) under members_lock,
+ * each change raising members_gen; the thread takes the list up at the
+ * top of its loop (cur, its own) and publishes the members_gen it polls
+ * by in seen_gen (uatomic), so that a poller that left knows when the
+ * thread holds its poll_lock no more.  nmembers and the slot in
+ * engine->shared_threads change under engine->threads_lock too.
+ */
+struct gfr_rdma_poll_thread {
+    struct gfr_rdma *engine;
+    unsigned index;
+    int shared; /* engine->shared_threads[index] (rails=auto) */
+    pthread_t thread;
+    int stopping; /* uatomic */
+    int kick_fd;  /* eventfd: its members changed, or it is to stop */
+    pthread_mutex_t members_lock;
+    struct gfr_rdma_poller *members[GFR_POLL_THREAD_MAX];
+    unsigned nmembers;
+    unsigned long members_gen;
+    unsigned long seen_gen;
+    /* What the thread polls now: its own, written under members_lock
+     * (which a relay takes to copy it). */
+    struct gfr_rdma_reap_set cur;
+    /* The thread runs handlers, every member's poll_lock released
+     * (uatomic); its relay's job, and whether the relay is asked for or
+     * running (0 / 1): one relay polls every member meanwhile. */
+    int handling;
     int relay_asked;
     struct gfr_pool_job relay_job;
-    unsigned long watch_seq; /* CM thread: handling_seq at its last look */
 };
 
 /* One receive buffer of a device's SRQ; wr.conn is NULL (the completion's
@@ -579,6 +634,12 @@ struct gfr_rdma {
      * the next one gets; under lock. */
     struct cds_list_head bundles;
     uint32_t next_bundle;
+    /* rails=auto: the poller thread of each poller index that every
+     * device's poller with that index joins (rdma-poller.c); under
+     * threads_lock, a leaf lock (taken under engine->lock at device
+     * creation).  pollers is at most 64 (rdma-opts.c). */
+    pthread_mutex_t threads_lock;
+    struct gfr_rdma_poll_thread *shared_threads[64];
 };
 
 /*

@@ -252,6 +252,7 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int aga
     struct gfr_rdma_bundle *b = k->b;
     struct gfr_rdma_tag tag = {.resend = again};
     unsigned tried;
+    int tagged;
     int err = -ENOTCONN;
 
     k->msg.done = kept_done;
@@ -275,10 +276,13 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int aga
         /* NULL: live still, but its last reference is gone (its end is
          * near): the next rail */
         conn = take_locked(b, rail, k->is_call);
+        /* A client's bundle the server did not take: no tags (the
+         * server's table would not read them, an older one refuses them) */
+        tagged = k->is_call && b->id;
         if (conn) {
             k->rail = (unsigned)rail;
             k->out++;
-            if (k->is_call)
+            if (tagged)
                 tag.mark = mark_locked(b, k->msg.xid);
             if (b->is_server && k->msg.is_reply)
                 gfr_calls_replying(&b->calls, k->msg.xid, (unsigned)rail);
@@ -286,8 +290,8 @@ send_copy(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int aga
         pthread_mutex_unlock(&b->lock);
         if (!conn)
             continue;
-        err = k->is_call ? gfr_rdma_conn_submit_tagged(conn, &k->msg, &tag)
-                         : gfr_rdma_conn_submit(conn, &k->msg);
+        err = tagged ? gfr_rdma_conn_submit_tagged(conn, &k->msg, &tag)
+                     : gfr_rdma_conn_submit(conn, &k->msg);
         if (err) {
             pthread_mutex_lock(&b->lock);
             k->out--;
@@ -480,6 +484,19 @@ gfr_rdma_bundle_lead(struct gfr_rdma_conn *conn, int is_server)
     rail_hold(conn);
     gfr_rdma_bundle_name(conn, b->id, 0);
     return 0;
+}
+
+void
+gfr_rdma_bundle_taken(struct gfr_rdma_conn *lead, uint32_t id, uint64_t token)
+{
+    struct gfr_rdma_bundle *b = lead->bundle;
+
+    pthread_mutex_lock(&b->lock);
+    b->id = id;
+    b->token = token;
+    pthread_mutex_unlock(&b->lock);
+    if (id)
+        gfr_rdma_bundle_name(lead, id, 0);
 }
 
 void

@@ -298,6 +298,9 @@ on_established(struct gfr_rdma *engine, struct gfr_rdma_conn *conn,
     pthread_mutex_unlock(&conn->lock);
     if (!usable)
         return; /* disconnected follows */
+    if (!conn->is_server && conn->bundle_lead)
+        gfr_rdma_bundle_taken(conn, (offer.flags & GFR_CM_F_RAILS) ? offer.bundle : 0,
+                              offer.token);
     if (conn->opts.keepalive_ms)
         conn->keepalive_next_ns = gfr_deadline_ns(conn->opts.keepalive_ms);
     if (conn->ops->connected)
@@ -929,6 +932,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     engine->trace = opts->latency_stats == GFR_LATENCY_STATS_ON;
     pthread_mutex_init(&engine->lock, NULL);
     pthread_mutex_init(&engine->note_lock, NULL);
+    pthread_mutex_init(&engine->threads_lock, NULL);
     CDS_INIT_LIST_HEAD(&engine->devices);
     CDS_INIT_LIST_HEAD(&engine->removed);
     CDS_INIT_LIST_HEAD(&engine->conns);
@@ -958,6 +962,7 @@ fail:
         rdma_destroy_event_channel(engine->channel);
     if (engine->wake_fd >= 0)
         close(engine->wake_fd);
+    pthread_mutex_destroy(&engine->threads_lock);
     pthread_mutex_destroy(&engine->note_lock);
     pthread_mutex_destroy(&engine->lock);
     free(engine);
@@ -1215,14 +1220,12 @@ join_rails(struct gfr_rdma *engine, struct gfr_rdma_conn *lead,
     const struct sockaddr *lead_dst = rdma_get_peer_addr(lead->id);
     int lead_path = -1;
 
-    if (!offer->bundle || !(offer->flags & GFR_CM_F_RAILS) || !offer->naddrs) {
+    if (!b->id || !offer->naddrs) {
         gfr_rdma_conn_log(lead, "rails are on, but the server offered none (rails off "
-                          "or no rail-addresses there, or an older server): one rail");
+                          "or no rail-addresses there, or an older server): one rail, "
+                          "and calls as without rails");
         return;
     }
-    b->id = offer->bundle;
-    b->token = offer->token;
-    gfr_rdma_bundle_name(lead, offer->bundle, 0);
     for (unsigned i = 0; i < offer->naddrs; i++) {
         const struct gfr_cm_rail_addr *a = &offer->addrs[i];
         struct sockaddr_storage dst = {0};
@@ -1349,6 +1352,7 @@ gfr_rdma_destroy(struct gfr_rdma *engine)
     rdma_destroy_event_channel(engine->channel);
     close(engine->wake_fd);
     pthread_cond_destroy(&engine->closed);
+    pthread_mutex_destroy(&engine->threads_lock);
     pthread_mutex_destroy(&engine->note_lock);
     pthread_mutex_destroy(&engine->lock);
     free(engine);

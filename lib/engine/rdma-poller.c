@@ -1,27 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A device's pollers: each a thread that reaps one CQ and hands every work
- * completion up through engine->on_wc.  How it waits (docs/engine.md):
+ * Pollers and their threads.  A poller is one CQ with its completion
+ * channel; a poller thread polls the CQs of its members and hands every
+ * work completion up through engine->on_wc.  With rails off each poller
+ * has a thread of its own; with rails=auto the pollers of one index on
+ * every device share one, so that a bundle's rails are reaped by one
+ * thread that stays hot (struct gfr_rdma_poll_thread; docs/engine.md,
+ * "Poller threads and rails").  How a thread waits (docs/engine.md):
  *  - poll-mode adaptive: a window that follows the gap between
  *    completions (gfr_spin_window.h), and beyond it, while requests of its
- *    client connections wait for replies, as long as a reply is expected
- *    (gfr_rtt.h, "Polling where a reply is expected"), sleeping until
- *    shortly before a reply may come when that is later than a timer's
- *    lateness (gfr_spin_policy.h, "Spin or sleep"); a submitter kicks a
- *    sleeping poller awake, or sets its timer, so the wake-up overlaps the
- *    round trip instead of following it;
+ *    members' client connections wait for replies, as long as a reply is
+ *    expected (gfr_rtt.h, "Polling where a reply is expected"), sleeping
+ *    until shortly before a reply may come when that is later than a
+ *    timer's lateness (gfr_spin_policy.h, "Spin or sleep"); a submitter
+ *    kicks a sleeping poller awake, or sets its timer, so the wake-up
+ *    overlaps the round trip instead of following it;
  *  - busy: never sleeps; event: sleeps after every empty poll.
- * With dispatch=direct the poller runs the handlers of what it reaped
+ * With dispatch=direct the thread runs the handlers of what it reaped
  * itself, after each batch; while it does, a relay (a pool job) may poll
- * in its place: asked for by gfr_pool_block_begin in a handler, or by the
- * CM thread when one handler run lasts GFR_RELAY_AFTER_MS
+ * a member in its place: asked for by gfr_pool_block_begin in a handler,
+ * or by the CM thread when one handler run lasts GFR_RELAY_AFTER_MS
  * (gfr_rdma_pollers_watch).
  *
- * Locking: poll_lock is held by whoever polls the CQ (the poller thread,
- * or the relay while the poller thread runs handlers); it alone touches
- * the CQ, the channel and the poller's own state (counters written with
- * POLLER_ADD, pull-buffer lists, direct[]).  The fields a submitter or the
- * CM thread read are uatomic, with the barriers their functions name.
+ * Locking: a poller's poll_lock is held by whoever polls its CQ (its
+ * thread, which holds the locks of all the members it polls except while
+ * it runs handlers, or the relay meanwhile); it alone touches the CQ, the
+ * channel and the poller's own state (counters written with POLLER_ADD,
+ * pull-buffer lists, direct[]).  The fields a submitter or the CM thread
+ * read are uatomic, with the barriers their functions name.  A thread's
+ * member list: see struct gfr_rdma_poll_thread.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -71,6 +78,17 @@ reply_until(struct gfr_rdma_poller *p)
     return uatomic_read(&p->awaiting) > 0 ? uatomic_read(&p->expect_until_ns) : 0;
 }
 
+
+/* Does any poller of s expect a reply now?  A hint, as expecting. */
+static int
+set_expecting(const struct gfr_rdma_reap_set *s, uint64_t now)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if (expecting(s->m[i], now))
+            return 1;
+    return 0;
+}
+
 /* Sets p's timer to fire at at_ns (CLOCK_MONOTONIC, as gfr_now_ns; 0:
  * stops it).  Any thread: the poller before a timed sleep, a submitter for
  * a poller asleep; a race between two leaves one of their times, and
@@ -109,57 +127,80 @@ kick(struct gfr_rdma_poller *p)
         gfr_rdma_log("poller %u: cannot wake it: %s", p->index, strerror(errno));
 }
 
+static void
+kick_thread(struct gfr_rdma_poll_thread *t)
+{
+    uint64_t one = 1;
+
+    if (write(t->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        gfr_rdma_log("poller thread %u: cannot wake it: %s", t->index, strerror(errno));
+}
+
+
 /*
- * A poller's handler run needs someone to poll in its place: queues the
- * relay once (relay_asked), at high priority.  Any thread.
+ * p's thread runs handlers and needs someone to poll in its place: queues
+ * the thread's relay once (relay_asked), at high priority, counted on p.
+ * Any thread (p's poller thread, or the CM thread holding engine->lock,
+ * under which p is listed and so still has its thread).
  */
 static void relay_run(struct gfr_pool_job *job, void *cb_arg, int status);
 
 static void
 relay_ask(struct gfr_rdma_poller *p)
 {
-    if (uatomic_cmpxchg(&p->relay_asked, 0, 1) != 0)
+    struct gfr_rdma_poll_thread *t = p->thread;
+
+    if (uatomic_cmpxchg(&t->relay_asked, 0, 1) != 0)
         return;
-    gfr_pool_job_init(&p->relay_job, relay_run, NULL);
-    if (gfr_pool_submit(p->dev->engine->pool, &p->relay_job, NULL, GFR_POOL_PRIO_HIGH) != 0) {
-        uatomic_set(&p->relay_asked, 0); /* the pool is going: nothing to relay to */
+    gfr_pool_job_init(&t->relay_job, relay_run, NULL);
+    if (gfr_pool_submit(p->dev->engine->pool, &t->relay_job, NULL, GFR_POOL_PRIO_HIGH) != 0) {
+        uatomic_set(&t->relay_asked, 0); /* the pool is going: nothing to relay to */
         return;
     }
     uatomic_inc(&p->st_relays);
 }
 
-/* gfr_pool_block_begin on the poller thread: a handler is about to block. */
+/* gfr_pool_block_begin on a poller thread: a handler is about to block;
+ * the relay polls the members meanwhile. */
 static void
 poller_blocking(void *cb_arg)
 {
-    struct gfr_rdma_poller *p = cb_arg;
+    struct gfr_rdma_poll_thread *t = cb_arg;
 
-    if (uatomic_read(&p->handling))
-        relay_ask(p);
+    if (uatomic_read(&t->handling) && t->cur.n)
+        relay_ask(t->cur.m[0]);
 }
 
 /*
- * Runs the deliveries the batch deferred (dispatch=direct), in the order
- * their completions came, with poll_lock released so that a relay can
- * poll meanwhile; takes poll_lock back before returning, waiting for a
- * relay to stop.  handling is published after handling_since_ns and
- * handling_seq (for gfr_rdma_pollers_watch); after the run a relay still
- * asked for is kicked, as it may sleep on the channel.  Poller thread.
+ * Runs the deliveries p's batch deferred (dispatch=direct), in the order
+ * their completions came, with the poll_lock of every member of s
+ * released so that the relay can poll them meanwhile; takes them back, in
+ * order, before returning, waiting for the relay to stop.  Each member's
+ * handling is published after its handling_since_ns and handling_seq (for
+ * gfr_rdma_pollers_watch), the thread's after them; after the run a relay
+ * still asked for is kicked, as it may sleep on the members' channels.
+ * The poller thread (s its own).
  */
 static void
-run_direct(struct gfr_rdma_poller *p)
+run_direct(struct gfr_rdma_reap_set *s, struct gfr_rdma_poller *p)
 {
     struct gfr_rdma *engine = p->dev->engine;
+    struct gfr_rdma_poll_thread *t = s->thread;
     struct gfr_pool_job *jobs[GFR_POLL_BATCH];
     unsigned n = p->ndirect;
+    uint64_t now = gfr_now_ns();
 
     memcpy(jobs, p->direct, n * sizeof(jobs[0]));
     p->ndirect = 0;
     uatomic_add(&p->st_direct, n);
-    uatomic_set(&p->handling_since_ns, gfr_now_ns());
-    uatomic_inc(&p->handling_seq);
+    for (unsigned i = 0; i < s->n; i++) {
+        uatomic_set(&s->m[i]->handling_since_ns, now);
+        uatomic_inc(&s->m[i]->handling_seq);
+    }
     cmm_smp_wmb();
-    uatomic_set(&p->handling, 1);
+    for (unsigned i = 0; i < s->n; i++)
+        uatomic_set(&s->m[i]->handling, 1);
+    uatomic_set(&t->handling, 1);
     if (!uatomic_read(&engine->watching) && uatomic_cmpxchg(&engine->watching, 0, 1) == 0) {
         uint64_t one = 1;
 
@@ -168,14 +209,19 @@ run_direct(struct gfr_rdma_poller *p)
             gfr_rdma_log("poller %u: cannot wake the CM thread: %s", p->index,
                          strerror(errno));
     }
-    pthread_mutex_unlock(&p->poll_lock);
+    for (unsigned i = 0; i < s->n; i++)
+        pthread_mutex_unlock(&s->m[i]->poll_lock);
     for (unsigned i = 0; i < n; i++)
         jobs[i]->fn(jobs[i], jobs[i]->cb_arg, 0);
-    uatomic_set(&p->handling, 0);
+    uatomic_set(&t->handling, 0);
+    for (unsigned i = 0; i < s->n; i++)
+        uatomic_set(&s->m[i]->handling, 0);
     cmm_smp_mb();
-    if (uatomic_read(&p->relay_asked))
-        kick(p);
-    pthread_mutex_lock(&p->poll_lock);
+    if (uatomic_read(&t->relay_asked))
+        for (unsigned i = 0; i < s->n; i++)
+            kick(s->m[i]);
+    for (unsigned i = 0; i < s->n; i++)
+        pthread_mutex_lock(&s->m[i]->poll_lock);
 }
 
 /*
@@ -197,6 +243,7 @@ gfr_rdma_poller_broken(struct gfr_rdma_poller *p, const char *why)
     if (write(p->dev->engine->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
         gfr_rdma_log("poller %u: cannot wake the CM thread: %s", p->index, strerror(errno));
 }
+
 
 /* A completion made for the provider (gfr_rdma_poller_inject). */
 struct injected_wc {
@@ -223,17 +270,18 @@ gfr_rdma_poller_run_injected(struct gfr_rdma_poller *p)
     return n;
 }
 
-/* One poll of the CQ (and what was injected), every completion handed
+/* One poll of p's CQ (and what was injected), every completion handed
  * on, then the deliveries they deferred run (dispatch=direct).  How many,
- * or a negative count when the CQ broke. */
+ * or a negative count when the CQ broke.  Caller holds the poll_lock of
+ * every poller of s, p among them. */
 static int
-poll_once(struct gfr_rdma_poller *p)
+poll_once(struct gfr_rdma_reap_set *s, struct gfr_rdma_poller *p)
 {
     struct ibv_wc wcs[GFR_POLL_BATCH];
     int injected = 0;
     int n;
 
-    if (uatomic_read(&p->broken)) /* polled no more: wait_while_broken */
+    if (uatomic_read(&p->broken)) /* polled no more: its thread lets it go */
         return 0;
     if (!cds_wfcq_empty(&p->injected_head, &p->injected_tail))
         injected = gfr_rdma_poller_run_injected(p);
@@ -256,122 +304,199 @@ poll_once(struct gfr_rdma_poller *p)
         p->woke = 0;
     }
     if (p->ndirect)
-        run_direct(p);
+        run_direct(s, p);
     return n < 0 ? n : n + injected;
 }
 
-/* The spin-or-sleep rule at now (gfr_spin_policy.h).  window_ns: the
- * adaptive window (0: none).  Caller holds poll_lock. */
+/* One poll of every poller of s; how many completions in all.  Caller
+ * holds their poll_locks. */
+static int
+poll_set(struct gfr_rdma_reap_set *s)
+{
+    int found = 0;
+
+    for (unsigned i = 0; i < s->n; i++) {
+        int n = poll_once(s, s->m[i]);
+
+        if (n > 0)
+            found += n;
+    }
+    return found;
+}
+
+/* Whether s's holder is to stop polling it as it is: the thread stops,
+ * or its members changed (one joined, left or broke); for a relay, one
+ * of its pollers leaves or broke.  Any hint is taken up by the caller's
+ * next look. */
+static int
+set_changed(const struct gfr_rdma_reap_set *s)
+{
+    if (s->thread && (uatomic_read(&s->thread->stopping) ||
+                      uatomic_read(&s->thread->members_gen) != s->gen))
+        return 1;
+    for (unsigned i = 0; i < s->n; i++)
+        if (uatomic_read(&s->m[i]->broken) || uatomic_read(&s->m[i]->stopping))
+            return 1;
+    return 0;
+}
+
+/* The spin-or-sleep rule at now (gfr_spin_policy.h), over the replies
+ * every poller of s expects: its first poller's rule, which the holder
+ * of s keeps.  window_ns: the adaptive window (0: none).  Caller holds
+ * the first's poll_lock. */
 static enum gfr_spin_why
-decide(struct gfr_rdma_poller *p, uint64_t now, uint64_t window_ns, uint64_t *until,
+decide(const struct gfr_rdma_reap_set *s, uint64_t now, uint64_t window_ns, uint64_t *until,
        uint64_t *wake)
 {
-    return gfr_spin_policy_decide(&p->spin_policy, now, window_ns,
-                                  uatomic_read(&p->expect_from_ns), reply_until(p), until, wake);
+    uint64_t from = 0, last = 0;
+
+    for (unsigned i = 0; i < s->n; i++) {
+        struct gfr_rdma_poller *p = s->m[i];
+        uint64_t f = uatomic_read(&p->expect_from_ns), u = reply_until(p);
+
+        if (!u)
+            continue;
+        if (!from || f < from)
+            from = f;
+        if (u > last)
+            last = u;
+    }
+    return gfr_spin_policy_decide(&s->m[0]->spin_policy, now, window_ns, from, last, until, wake);
 }
 
 /*
- * Sleeps on the completion channel, the kick eventfd and the timer (set
- * for wake_ns, 0: none).  The CQ is armed and polled once more before
+ * Sleeps on every poller of s at once: their completion channels, kick
+ * eventfds and timers (the first's set for wake_ns, 0: none), and the
+ * thread's own eventfd.  The CQs are armed and polled once more before
  * sleeping, so a completion that arrived between the last empty poll and
- * the arming is not left waiting for the next one (perftest#137).  asleep
- * is set before the last look at the replies expected with a full barrier
- * between, and a submitter sets awaiting before it reads asleep
- * (gfr_rdma_poller_expect): one of the two sees the other, and a reply
- * that came to be expected meanwhile is decided for again: polled for at
- * once, or its timer set.  Without a timer it sleeps for as long as
- * nothing happens: an idle poller costs nothing, and gfr_rdma_poller_stop
- * kicks it.  The completions the next poll finds after an event count as
- * reaped after a sleep (p->woke).  Caller holds poll_lock.
+ * the arming is not left waiting for the next one (perftest#137).  Each
+ * poller's asleep is set before the last look at the replies expected
+ * with a full barrier between, and a submitter sets awaiting before it
+ * reads asleep (gfr_rdma_poller_expect): one of the two sees the other,
+ * and a reply that came to be expected meanwhile is decided for again:
+ * polled for at once, or its timer set.  Without a timer it sleeps for as
+ * long as nothing happens: an idle thread costs nothing, and stopping or
+ * a member's leave kicks it.  The completions the next poll of a poller
+ * finds after its channel's event count as reaped after a sleep
+ * (p->woke); the sleep itself counts on the first poller.  Caller holds
+ * the poll_lock of every poller of s.
  */
 static void
-wait_for_event(struct gfr_rdma_poller *p, uint64_t wake_ns)
+wait_for_event(struct gfr_rdma_reap_set *s, uint64_t wake_ns)
 {
-    struct pollfd pfd[3] = {{.fd = p->channel->fd, .events = POLLIN},
-                            {.fd = p->kick_fd, .events = POLLIN},
-                            {.fd = p->timer_fd, .events = POLLIN}};
+    struct pollfd pfd[3 * GFR_POLL_THREAD_MAX + 1];
+    struct gfr_rdma_poller *first = s->m[0];
     struct ibv_cq *cq;
     uint64_t start, count, until, wake, timer_at;
+    unsigned nfd = 0;
     void *ctx;
     int ready;
 
-    if (ibv_req_notify_cq(p->cq, 0) != 0) {
-        gfr_rdma_log("poller %u: ibv_req_notify_cq failed: %s", p->index, strerror(errno));
+    for (unsigned i = 0; i < s->n; i++)
+        if (ibv_req_notify_cq(s->m[i]->cq, 0) != 0) {
+            gfr_rdma_log("poller %u: ibv_req_notify_cq failed: %s", s->m[i]->index,
+                         strerror(errno));
+            return;
+        }
+    if (poll_set(s) > 0)
         return;
+    for (unsigned i = 0; i < s->n; i++) {
+        struct gfr_rdma_poller *p = s->m[i];
+
+        /* A timer left from a reply that came early would wake it for
+         * nothing; one a submitter sets from now on is seen (asleep). */
+        if ((!wake_ns || p != first) && uatomic_read(&p->timer_at_ns))
+            arm_timer(p, 0);
+        uatomic_set(&p->asleep, 1);
+        pfd[nfd++] = (struct pollfd){.fd = p->channel->fd, .events = POLLIN};
+        pfd[nfd++] = (struct pollfd){.fd = p->kick_fd, .events = POLLIN};
+        pfd[nfd++] = (struct pollfd){.fd = p->timer_fd, .events = POLLIN};
     }
-    if (poll_once(p) > 0)
-        return;
-    /* A timer left from a reply that came early would wake it for
-     * nothing; one a submitter sets from now on is seen (asleep). */
-    if (!wake_ns && uatomic_read(&p->timer_at_ns))
-        arm_timer(p, 0);
-    uatomic_set(&p->asleep, 1);
+    if (s->thread)
+        pfd[nfd++] = (struct pollfd){.fd = s->thread->kick_fd, .events = POLLIN};
     cmm_smp_mb();
     start = gfr_now_ns();
-    if (expecting(p, start)) {
-        enum gfr_spin_why why = decide(p, start, 0, &until, &wake);
+    if (set_expecting(s, start)) {
+        enum gfr_spin_why why = decide(s, start, 0, &until, &wake);
 
         if (why == GFR_SPIN_REPLY) {
-            uatomic_set(&p->asleep, 0);
+            for (unsigned i = 0; i < s->n; i++)
+                uatomic_set(&s->m[i]->asleep, 0);
             return;
         }
         if (why == GFR_SLEEP_UNTIL_DUE && (!wake_ns || wake < wake_ns))
             wake_ns = wake;
     }
     if (wake_ns) {
-        arm_timer_by(p, wake_ns);
-        POLLER_ADD(p, st_timed_sleeps, 1);
+        arm_timer_by(first, wake_ns);
+        POLLER_ADD(first, st_timed_sleeps, 1);
     }
-    POLLER_ADD(p, st_sleeps, 1);
-    ready = poll(pfd, 3, -1);
-    POLLER_ADD(p, st_asleep_ns, gfr_now_ns() - start);
-    uatomic_set(&p->asleep, 0);
+    POLLER_ADD(first, st_sleeps, 1);
+    ready = set_changed(s) ? 0 : poll(pfd, nfd, -1);
+    POLLER_ADD(first, st_asleep_ns, gfr_now_ns() - start);
+    for (unsigned i = 0; i < s->n; i++)
+        uatomic_set(&s->m[i]->asleep, 0);
     if (ready <= 0)
         return;
-    if ((pfd[2].revents & POLLIN) && read(p->timer_fd, &count, sizeof(count)) == sizeof(count)) {
-        timer_at = uatomic_read(&p->timer_at_ns);
-        uatomic_set(&p->timer_at_ns, 0);
-        POLLER_ADD(p, st_timer_wakeups, 1);
-        /* How late it woke, when it slept through the time set: a timer
-         * that fired while the poller was awake says nothing. */
-        if (timer_at && timer_at >= start) {
-            gfr_spin_policy_woke(&p->spin_policy, timer_at, gfr_now_ns());
-            uatomic_set(&p->lead_ns, gfr_spin_policy_lead(&p->spin_policy));
+    for (unsigned i = 0; i < s->n; i++) {
+        struct gfr_rdma_poller *p = s->m[i];
+        struct pollfd *fds = &pfd[3 * i];
+
+        if ((fds[2].revents & POLLIN) && read(p->timer_fd, &count, sizeof(count)) == sizeof(count)) {
+            timer_at = uatomic_read(&p->timer_at_ns);
+            uatomic_set(&p->timer_at_ns, 0);
+            POLLER_ADD(p, st_timer_wakeups, 1);
+            /* How late it woke, when it slept through the time set: a
+             * timer that fired while the thread was awake says nothing. */
+            if (timer_at && timer_at >= start) {
+                uint64_t lead;
+
+                gfr_spin_policy_woke(&first->spin_policy, timer_at, gfr_now_ns());
+                lead = gfr_spin_policy_lead(&first->spin_policy);
+                for (unsigned j = 0; j < s->n; j++)
+                    uatomic_set(&s->m[j]->lead_ns, lead);
+            }
+        }
+        if ((fds[1].revents & POLLIN) && read(p->kick_fd, &count, sizeof(count)) < 0 &&
+            errno != EAGAIN)
+            gfr_rdma_log("poller %u: reading its eventfd: %s", p->index, strerror(errno));
+        if ((fds[0].revents & POLLIN) && ibv_get_cq_event(p->channel, &cq, &ctx) == 0) {
+            ibv_ack_cq_events(cq, 1);
+            POLLER_ADD(p, st_wakeups, 1);
+            p->woke = 1;
         }
     }
-    if ((pfd[1].revents & POLLIN) && read(p->kick_fd, &count, sizeof(count)) < 0 &&
-        errno != EAGAIN)
-        gfr_rdma_log("poller %u: reading its eventfd: %s", p->index, strerror(errno));
-    if ((pfd[0].revents & POLLIN) && ibv_get_cq_event(p->channel, &cq, &ctx) == 0) {
-        ibv_ack_cq_events(cq, 1);
-        POLLER_ADD(p, st_wakeups, 1);
-        p->woke = 1;
-    }
+    if (s->thread && (pfd[nfd - 1].revents & POLLIN) &&
+        read(s->thread->kick_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+        gfr_rdma_log("poller thread %u: reading its eventfd: %s", s->thread->index,
+                     strerror(errno));
 }
 
 /*
- * Polls until until_ns, and on while a reply is expected; 1 when
- * something completed.  Every GFR_SPIN_CHECK_POLLS empty polls it reads
- * the clock, and yields the CPU when GFR_SPIN_YIELD_NS have passed since
- * it last did: on a machine with few cores the threads that produce what
- * it waits for (the worker serving the request, the application thread,
- * rxe's kernel work) share its CPU, and a yield runs the one waiting on
- * its run queue at once, which the kernel's preemption does not.  A load
- * sample instead (the machine's runnable tasks from /proc/loadavg, every
- * 200 us, the spin cut short when no CPU was free), a spin at SCHED_IDLE,
- * or another system call in the yield's place measured worse in the TCG
- * VM (docs/performance-log.md, 2026-11-28).  Caller holds poll_lock.
+ * Polls every poller of s until until_ns, and on while a reply is
+ * expected; 1 when something completed.  Every GFR_SPIN_CHECK_POLLS empty
+ * polls it reads the clock, and yields the CPU when GFR_SPIN_YIELD_NS
+ * have passed since it last did: on a machine with few cores the threads
+ * that produce what it waits for (the worker serving the request, the
+ * application thread, rxe's kernel work) share its CPU, and a yield runs
+ * the one waiting on its run queue at once, which the kernel's preemption
+ * does not.  A load sample instead (the machine's runnable tasks from
+ * /proc/loadavg, every 200 us, the spin cut short when no CPU was free),
+ * a spin at SCHED_IDLE, or another system call in the yield's place
+ * measured worse in the TCG VM (docs/performance-log.md, 2026-11-28).
+ * The spin counts on the first poller.  Caller holds the poll_lock of
+ * every poller of s.
  */
 static int
-spin(struct gfr_rdma_poller *p, uint64_t until_ns)
+spin(struct gfr_rdma_reap_set *s, uint64_t until_ns)
 {
     uint64_t start = gfr_now_ns();
     uint64_t yielded = start;
     uint64_t now, until, wake;
     int found = 0;
 
-    for (unsigned i = 1; !uatomic_read(&p->stopping); i++) {
-        if (poll_once(p) > 0) {
+    for (unsigned i = 1; !set_changed(s); i++) {
+        if (poll_set(s) > 0) {
             found = 1;
             break;
         }
@@ -383,14 +508,14 @@ spin(struct gfr_rdma_poller *p, uint64_t until_ns)
             sched_yield();
             yielded = now;
         }
-        if (now >= until_ns && !expecting(p, now))
+        if (now >= until_ns && !set_expecting(s, now))
             break;
         /* A request sent meanwhile whose reply cannot come yet: sleep
          * until it may (spin_or_sleep sets the timer). */
-        if (decide(p, now, 0, &until, &wake) == GFR_SLEEP_UNTIL_DUE)
+        if (decide(s, now, 0, &until, &wake) == GFR_SLEEP_UNTIL_DUE)
             break;
     }
-    POLLER_ADD(p, st_spin_ns, gfr_now_ns() - start);
+    POLLER_ADD(s->m[0], st_spin_ns, gfr_now_ns() - start);
     return found;
 }
 
@@ -398,100 +523,157 @@ spin(struct gfr_rdma_poller *p, uint64_t until_ns)
  * The spin-or-sleep decision (gfr_spin_policy.h) after an empty poll:
  * spins for what it allows, or for nothing, and then sleeps.  window_ns:
  * the adaptive window (0: none).  1 when the spin found a completion, 0
- * after the sleep.  Caller holds poll_lock.
+ * after the sleep.  Caller holds the poll_lock of every poller of s.
  */
 static int
-spin_or_sleep(struct gfr_rdma_poller *p, uint64_t window_ns)
+spin_or_sleep(struct gfr_rdma_reap_set *s, uint64_t window_ns)
 {
     uint64_t until, wake;
 
-    decide(p, gfr_now_ns(), window_ns, &until, &wake);
+    decide(s, gfr_now_ns(), window_ns, &until, &wake);
     if (until) {
-        if (spin(p, until))
+        if (spin(s, until))
             return 1;
         /* What ended the spin: nothing due any more, or a reply not due
          * yet (then wake is when it may be). */
-        decide(p, gfr_now_ns(), 0, &until, &wake);
+        decide(s, gfr_now_ns(), 0, &until, &wake);
     }
-    wait_for_event(p, wake);
+    if (!set_changed(s))
+        wait_for_event(s, wake);
     return 0;
 }
 
 /*
- * The relay: polls p's CQ while the poller thread runs handlers, then
- * lets go.  It does not start when the poller thread no longer runs
- * handlers or holds poll_lock again; what it reaps goes to the pool
- * (relaying), so no handler runs on it.  A pool worker thread.
+ * The relay: polls the CQs of t's members while t runs handlers, then
+ * lets go.  It does not start when t no longer runs handlers; it polls
+ * the members whose poll_lock it gets (t let go of all of them); what it
+ * reaps goes to the pool (relaying), so no handler runs on it.  t's member
+ * list does not change while t runs handlers; it is copied under
+ * members_lock all the same.  A pool worker thread.
  */
 static void
 relay_run(struct gfr_pool_job *job, void *cb_arg, int status)
 {
-    struct gfr_rdma_poller *p = caa_container_of(job, struct gfr_rdma_poller, relay_job);
+    struct gfr_rdma_poll_thread *t = caa_container_of(job, struct gfr_rdma_poll_thread,
+                                                      relay_job);
+    struct gfr_rdma_reap_set mine = {.n = 0};
+    struct gfr_rdma_reap_set listed;
 
     (void)cb_arg;
-    if (status == 0 && uatomic_read(&p->handling) &&
-        pthread_mutex_trylock(&p->poll_lock) == 0) {
-        urcu_memb_register_thread(); /* finds connections by QP number */
-        p->relaying = 1;
-        while (uatomic_read(&p->handling) && !uatomic_read(&p->stopping) &&
-               !uatomic_read(&p->broken))
-            if (poll_once(p) <= 0 && uatomic_read(&p->handling))
-                spin_or_sleep(p, 0);
-        p->relaying = 0;
-        urcu_memb_unregister_thread();
-        pthread_mutex_unlock(&p->poll_lock);
+    if (status == 0 && uatomic_read(&t->handling)) {
+        pthread_mutex_lock(&t->members_lock);
+        listed = t->cur;
+        pthread_mutex_unlock(&t->members_lock);
+        for (unsigned i = 0; i < listed.n; i++)
+            if (pthread_mutex_trylock(&listed.m[i]->poll_lock) == 0)
+                mine.m[mine.n++] = listed.m[i];
     }
-    uatomic_set(&p->relay_asked, 0);
+    if (mine.n) {
+        urcu_memb_register_thread(); /* finds connections by QP number */
+        for (unsigned i = 0; i < mine.n; i++)
+            mine.m[i]->relaying = 1;
+        while (uatomic_read(&t->handling) && !set_changed(&mine))
+            if (poll_set(&mine) <= 0 && uatomic_read(&t->handling))
+                spin_or_sleep(&mine, 0);
+        for (unsigned i = 0; i < mine.n; i++) {
+            mine.m[i]->relaying = 0;
+            pthread_mutex_unlock(&mine.m[i]->poll_lock);
+        }
+        urcu_memb_unregister_thread();
+    }
+    uatomic_set(&t->relay_asked, 0);
 }
 
 /*
- * A broken CQ is polled no more: the poller lets go of poll_lock, for the
- * CM thread that completes its connections' work requests (rdma-cq.c),
- * and sleeps on its eventfd until it is stopped.  Poller thread; holds
- * poll_lock again on return.
+ * Takes up t's member list when it changed or a member broke: a broken
+ * CQ is polled no more, and its poll_lock is let go for the CM thread,
+ * which completes its connections' work requests (rdma-cq.c); a member
+ * that leaves (stopping) or left is let go of, one that joined taken.  Then publishes the
+ * list's generation (seen_gen) for gfr_rdma_poller_stop.  The thread.
  */
 static void
-wait_while_broken(struct gfr_rdma_poller *p)
+refresh(struct gfr_rdma_poll_thread *t)
 {
-    struct pollfd pfd = {.fd = p->kick_fd, .events = POLLIN};
+    struct gfr_rdma_reap_set *s = &t->cur;
+    struct gfr_rdma_poller *want[GFR_POLL_THREAD_MAX];
+    unsigned long gen;
+    unsigned n = 0;
+
+    if (!set_changed(s))
+        return;
+    pthread_mutex_lock(&t->members_lock);
+    gen = t->members_gen;
+    for (unsigned i = 0; i < t->nmembers; i++)
+        if (!uatomic_read(&t->members[i]->broken) && !uatomic_read(&t->members[i]->stopping))
+            want[n++] = t->members[i];
+    pthread_mutex_unlock(&t->members_lock);
+    for (unsigned i = 0; i < s->n; i++) {
+        unsigned j = 0;
+
+        while (j < n && want[j] != s->m[i])
+            j++;
+        if (j == n)
+            pthread_mutex_unlock(&s->m[i]->poll_lock);
+    }
+    for (unsigned j = 0; j < n; j++) {
+        unsigned i = 0;
+
+        while (i < s->n && s->m[i] != want[j])
+            i++;
+        if (i == s->n)
+            pthread_mutex_lock(&want[j]->poll_lock);
+    }
+    pthread_mutex_lock(&t->members_lock);
+    memcpy(s->m, want, n * sizeof(want[0]));
+    s->n = n;
+    s->gen = gen;
+    pthread_mutex_unlock(&t->members_lock);
+    uatomic_set(&t->seen_gen, gen);
+}
+
+/* A thread with nothing to poll (every member broke) sleeps until its
+ * members change or it is to stop.  The thread. */
+static void
+wait_for_members(struct gfr_rdma_poll_thread *t)
+{
+    struct pollfd pfd = {.fd = t->kick_fd, .events = POLLIN};
     uint64_t count;
 
-    pthread_mutex_unlock(&p->poll_lock);
-    while (!uatomic_read(&p->stopping))
-        if (poll(&pfd, 1, -1) > 0 && read(p->kick_fd, &count, sizeof(count)) < 0 &&
-            errno != EAGAIN)
-            gfr_rdma_log("poller %u: reading its eventfd: %s", p->index, strerror(errno));
-    pthread_mutex_lock(&p->poll_lock);
+    if (poll(&pfd, 1, -1) > 0 && read(t->kick_fd, &count, sizeof(count)) < 0 &&
+        errno != EAGAIN)
+        gfr_rdma_log("poller thread %u: reading its eventfd: %s", t->index, strerror(errno));
 }
 
 /*
- * The poller thread.  In adaptive mode the poll before sleeping follows
+ * A poller thread.  In adaptive mode the poll before sleeping follows
  * the gap between completions (gfr_spin_window.h) and goes on while a
  * reply may come (gfr_spin_policy.h): in the VM a GlusterFS RPC's
  * messages come 1-3 ms apart, and every sleep there costs a wake-up of
- * 0.5-1 ms (docs/performance.md).
+ * 0.5-1 ms (docs/performance.md).  The window is the thread's, shown on
+ * each member.
  */
 static void *
 poller_main(void *arg)
 {
-    struct gfr_rdma_poller *p = arg;
-    const struct gfr_rdma_opts *opts = &p->dev->engine->opts;
+    struct gfr_rdma_poll_thread *t = arg;
+    const struct gfr_rdma_opts *opts = &t->engine->opts;
+    struct gfr_rdma_reap_set *s = &t->cur;
     struct gfr_spin_window window;
     uint64_t start;
 
     gfr_spin_window_init(&window, (uint64_t)opts->spin_us * 1000,
                          (uint64_t)opts->spin_max_us * 1000);
-    gfr_spin_policy_init(&p->spin_policy);
-    CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
     urcu_memb_register_thread(); /* finds connections by QP number */
-    gfr_pool_set_block_hook(poller_blocking, p);
-    pthread_mutex_lock(&p->poll_lock);
-    while (!uatomic_read(&p->stopping)) {
-        if (uatomic_read(&p->broken)) {
-            wait_while_broken(p);
+    gfr_pool_set_block_hook(poller_blocking, t);
+    while (!uatomic_read(&t->stopping)) {
+        refresh(t);
+        if (!s->n) {
+            wait_for_members(t);
             continue;
         }
-        if (poll_once(p) > 0)
+        for (unsigned i = 0; i < s->n; i++)
+            CMM_STORE_SHARED(s->m[i]->st_window_ns, window.cur_ns);
+        if (poll_set(s) > 0)
             continue;
         switch (opts->poll_mode) {
         case GFR_POLL_BUSY:
@@ -499,21 +681,26 @@ poller_main(void *arg)
             break;
         case GFR_POLL_ADAPTIVE:
             start = gfr_now_ns();
-            if (spin_or_sleep(p, window.cur_ns))
+            if (spin_or_sleep(s, window.cur_ns))
                 break;
             gfr_spin_window_slept(&window, gfr_now_ns() - start);
-            CMM_STORE_SHARED(p->st_window_ns, window.cur_ns);
             break;
         case GFR_POLL_EVENT:
-            wait_for_event(p, 0);
+            if (!set_changed(s))
+                wait_for_event(s, 0);
             break;
         }
     }
-    pthread_mutex_unlock(&p->poll_lock);
+    for (unsigned i = 0; i < s->n; i++)
+        pthread_mutex_unlock(&s->m[i]->poll_lock);
+    pthread_mutex_lock(&t->members_lock);
+    s->n = 0;
+    pthread_mutex_unlock(&t->members_lock);
     gfr_pool_set_block_hook(NULL, NULL);
     urcu_memb_unregister_thread();
     return NULL;
 }
+
 
 /*
  * A request of one of p's client connections waits for its reply, which
@@ -665,30 +852,157 @@ gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from)
     return CMM_LOAD_SHARED(p->empty_polls) - from >= 2 || uatomic_read(&p->abandoned);
 }
 
-/* Stops p's thread, waits for a relay to end, and frees its CQ, channel
- * and pull buffers.  The poller sleeps without a timeout, so it is kicked
- * until it has gone (a relay may take one kick).  Engine teardown or
- * device removal. */
+
+/* Stops t's thread and frees t.  The thread sleeps without a timeout, so
+ * it is kicked until it has gone.  t has no member left. */
+static void
+thread_free(struct gfr_rdma_poll_thread *t)
+{
+    struct timespec deadline;
+
+    uatomic_set(&t->stopping, 1);
+    do {
+        kick_thread(t);
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += 10000000;
+        if (deadline.tv_nsec >= 1000000000) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000;
+        }
+    } while (pthread_timedjoin_np(t->thread, NULL, &deadline) == ETIMEDOUT);
+    /* A relay still queued finds t running no handlers, and ends. */
+    while (uatomic_read(&t->relay_asked))
+        usleep(1000);
+    close(t->kick_fd);
+    pthread_mutex_destroy(&t->members_lock);
+    free(t);
+}
+
+/* A new poller thread for poller index `index`, polling p alone so far
+ * (shared: the engine's for that index, under engine->threads_lock).
+ * name names it, with the index.  0, or -errno with nothing left. */
+static int
+thread_start(struct gfr_rdma *engine, struct gfr_rdma_poller *p, int shared, const char *name,
+             struct gfr_rdma_poll_thread **tp)
+{
+    struct gfr_rdma_poll_thread *t = calloc(1, sizeof(*t));
+    char thread_name[16];
+    int err;
+
+    if (!t)
+        return -ENOMEM;
+    t->engine = engine;
+    t->index = p->index;
+    t->shared = shared;
+    t->cur.thread = t;
+    t->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (t->kick_fd < 0) {
+        err = -errno;
+        gfr_rdma_log("%s: cannot create an eventfd for poller thread %u: %s", name, p->index,
+                     strerror(-err));
+        free(t);
+        return err;
+    }
+    pthread_mutex_init(&t->members_lock, NULL);
+    t->members[t->nmembers++] = p;
+    t->members_gen = 1;
+    *tp = t; /* before the thread may reap, and relay_ask look it up */
+    err = -pthread_create(&t->thread, NULL, poller_main, t);
+    if (err) {
+        gfr_rdma_log("%s: cannot start poller thread %u: %s", name, p->index, strerror(-err));
+        *tp = NULL;
+        close(t->kick_fd);
+        pthread_mutex_destroy(&t->members_lock);
+        free(t);
+        return err;
+    }
+    snprintf(thread_name, sizeof(thread_name), "gfr-p%u/%.8s", p->index, name);
+    pthread_setname_np(t->thread, thread_name);
+    return 0;
+}
+
+/*
+ * Has p polled by a thread: with rails=auto the engine's thread for its
+ * index (made by the first device, joined by the others, while it has
+ * room), else a thread of its own.  Takes engine->threads_lock (a leaf:
+ * the caller may hold engine->lock).  0, or -errno.
+ */
+static int
+thread_join(struct gfr_rdma_poller *p, const char *name)
+{
+    struct gfr_rdma *engine = p->dev->engine;
+    struct gfr_rdma_poll_thread *t;
+    int err = 0;
+
+    if (engine->opts.rails != GFR_RAILS_AUTO)
+        return thread_start(engine, p, 0, name, &p->thread);
+    pthread_mutex_lock(&engine->threads_lock);
+    t = engine->shared_threads[p->index];
+    if (!t) {
+        err = thread_start(engine, p, 1, "rails", &p->thread);
+        if (!err)
+            engine->shared_threads[p->index] = p->thread;
+    } else if (t->nmembers < GFR_POLL_THREAD_MAX) {
+        p->thread = t;
+        pthread_mutex_lock(&t->members_lock);
+        t->members[t->nmembers++] = p;
+        uatomic_inc(&t->members_gen);
+        pthread_mutex_unlock(&t->members_lock);
+        kick_thread(t);
+    } else {
+        err = thread_start(engine, p, 0, name, &p->thread);
+    }
+    pthread_mutex_unlock(&engine->threads_lock);
+    return err;
+}
+
+/*
+ * p leaves its thread: once this returns the thread holds p's poll_lock
+ * no more and never polls p again.  The last member stops the thread and
+ * frees it.  The thread is kicked until it has taken the change up
+ * (seen_gen); no lock is held meanwhile, since its handlers may take
+ * engine->lock.  Takes engine->threads_lock.
+ */
+static void
+thread_leave(struct gfr_rdma_poller *p)
+{
+    struct gfr_rdma *engine = p->dev->engine;
+    struct gfr_rdma_poll_thread *t = p->thread;
+    unsigned long gen;
+    int last;
+
+    pthread_mutex_lock(&engine->threads_lock);
+    pthread_mutex_lock(&t->members_lock);
+    for (unsigned i = 0; i < t->nmembers; i++)
+        if (t->members[i] == p) {
+            t->members[i] = t->members[--t->nmembers];
+            break;
+        }
+    gen = uatomic_add_return(&t->members_gen, 1);
+    last = t->nmembers == 0;
+    pthread_mutex_unlock(&t->members_lock);
+    if (last && t->shared)
+        engine->shared_threads[t->index] = NULL;
+    pthread_mutex_unlock(&engine->threads_lock);
+    if (last)
+        thread_free(t);
+    else
+        while ((long)(uatomic_read(&t->seen_gen) - gen) < 0) {
+            kick_thread(t);
+            usleep(1000);
+        }
+    p->thread = NULL; /* the thread looks it up no more (relay_ask) */
+}
+
+/* Takes p off its thread (after which neither the thread nor a relay
+ * polls it), and frees its CQ, channel and pull buffers.  Engine teardown, device removal, or a
+ * device that could not be made. */
 void
 gfr_rdma_poller_stop(struct gfr_rdma_poller *p)
 {
     if (p->started) {
-        struct timespec deadline;
-
-        uatomic_set(&p->stopping, 1);
-        do {
-            kick(p);
-            clock_gettime(CLOCK_REALTIME, &deadline);
-            deadline.tv_nsec += 10000000;
-            if (deadline.tv_nsec >= 1000000000) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000;
-            }
-        } while (pthread_timedjoin_np(p->thread, NULL, &deadline) == ETIMEDOUT);
-        while (uatomic_read(&p->relay_asked)) {
-            kick(p); /* a relay sees stopping and ends */
-            usleep(1000);
-        }
+        uatomic_set(&p->stopping, 1); /* a relay polling it lets go */
+        thread_leave(p);
     }
     if (p->dev) { /* its queues were initialised */
         struct cds_wfcq_node *node;
@@ -713,7 +1027,6 @@ int
 gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int cq_size,
                       const char *name)
 {
-    char thread_name[16];
     int vector;
     int err;
 
@@ -723,6 +1036,7 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
     pthread_mutex_init(&p->poll_lock, NULL);
     __cds_wfcq_init(&p->pbuf_returns_head, &p->pbuf_returns_tail);
     __cds_wfcq_init(&p->injected_head, &p->injected_tail);
+    gfr_spin_policy_init(&p->spin_policy);
     p->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (p->kick_fd < 0) {
         err = -errno;
@@ -750,14 +1064,9 @@ gfr_rdma_poller_start(struct gfr_rdma_dev *dev, struct gfr_rdma_poller *p, int c
         return err;
     }
     p->started_ns = gfr_now_ns();
-    err = -pthread_create(&p->thread, NULL, poller_main, p);
-    if (err) {
-        gfr_rdma_log("%s: cannot start poller thread %u: %s", name, p->index,
-                     strerror(-err));
+    err = thread_join(p, name);
+    if (err)
         return err;
-    }
     p->started = 1;
-    snprintf(thread_name, sizeof(thread_name), "gfr-p%u/%.8s", p->index, name);
-    pthread_setname_np(p->thread, thread_name);
     return 0;
 }

@@ -286,9 +286,11 @@ brick_start() {
 	hosts_mode && { peer_brick_start "$@"; return; }
 	local name=$1 transport=$2 port=$3 dir=$GFR_GLUSTER_RUN/$1 i
 	local log=$GFR_GLUSTER_LOGS/$1-brick.log seen
+	local listening="listening for RDMA connections on ${brick_bind:-$GFR_SERVER_ADDR}:$port"
 	mkdir -p "$dir/brick"
 	brick_volfile "$@" >"$dir/server.vol"
-	seen=$(grep -c "listening for RDMA connections" "$log" 2>/dev/null)
+	# what an earlier brick of this name logged (the log is appended to)
+	seen=$(grep -c "$listening" "$log" 2>/dev/null)
 	with_sanitizers glusterfsd -f "$dir/server.vol" -p "$dir/brick.pid" -l "$log" -L INFO || {
 		echo "gluster-lib: glusterfsd for $name failed to start"
 		cat "$log"
@@ -297,8 +299,7 @@ brick_start() {
 	for i in $(seq 100); do
 		case $transport in
 		tcp) ss -ltn | grep -q "$GFR_SERVER_ADDR:$((port + 1)) " && return 0 ;;
-		*) [ "$(grep -c "listening for RDMA connections on ${brick_bind:-$GFR_SERVER_ADDR}:$port" \
-			"$log" 2>/dev/null)" -gt "${seen:-0}" ] && return 0 ;;
+		*) [ "$(grep -c "$listening" "$log" 2>/dev/null)" -gt "${seen:-0}" ] && return 0 ;;
 		esac
 		sleep 0.2
 	done

@@ -255,6 +255,36 @@ wait_bounded() {
 	return 124
 }
 
+# rdma_delete_bounded DEVICE SECONDS: rdma link delete DEVICE, which the
+# kernel finishes only once every process has closed the device (rxe
+# cannot take it away from one), waited for at most SECONDS.  On a
+# timeout it says which processes still hold an RDMA device and where
+# their threads wait, in the kernel (pair_stuck) and in user space (gdb),
+# and returns 1: before the kernel's hung-task watchdog (120 s) stops the
+# VM with nothing but the deleting task's name.
+rdma_delete_bounded() {
+	local pid p holders=
+	rdma link delete "$1" &
+	pid=$!
+	wait_bounded "$pid" "$2"
+	case $? in
+	0) return 0 ;;
+	124) ;;
+	*) echo "rdma link delete $1 failed"; return 1 ;;
+	esac
+	for p in /proc/[0-9]*; do
+		ls -l "$p/fd" 2>/dev/null | grep -q /dev/infiniband/uverbs && holders="$holders ${p#/proc/}"
+	done
+	echo "rdma link delete $1 has not returned after $2 s; what holds an RDMA device:$holders"
+	pair_stuck "rdma link delete $1" $pid $holders
+	for p in $holders; do
+		echo "--- user-space stacks of $p ($(cat "/proc/$p/comm" 2>/dev/null))"
+		timeout 60 gdb -p "$p" -batch -ex "thread apply all bt 12" 2>/dev/null |
+			grep -E '^(Thread|#)' | head -n 150
+	done
+	return 1
+}
+
 # run_pair [--client-status N] [--kill-server] NAME SECONDS SERVER... -- CLIENT...
 # The engine tests' and benchmarks' one way to run a server and a client:
 # starts SERVER (its output in $pair_dir/server) and waits until it says

@@ -15,7 +15,11 @@
  *    the poller polls instead of sleeping until the reply came;
  *  - a reply that cannot come yet is slept for: the sender sets the
  *    sleeping poller's timer instead of kicking it, and the poller polls
- *    once the timer fired.
+ *    once the timer fired;
+ *  - with rails=auto the pollers of two devices share one thread, which
+ *    sleeps on both, reaps both, has one relay poll both while a handler
+ *    blocks, wakes for a kick of either, and goes on with one when the
+ *    other device leaves; with rails off each has its own.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,39 +49,50 @@
         assert_true(cond);                                                     \
     } while (0)
 
-/* The fake CQ: completions the test queues, and the channel's eventfd,
- * written when one is queued while the CQ is armed. */
+/* The fake CQs, one per fake device: completions the test queues, and
+ * the channel's eventfd, written when one is queued while the CQ is
+ * armed.  fakes[0] is the device most tests use, fakes[1] a second one
+ * (rails). */
+struct fake {
+    struct ibv_device device;
+    struct ibv_context ctx;
+    struct ibv_cq cq;
+    struct ibv_comp_channel channel;
+    struct ibv_wc queued[64];
+    unsigned nqueued;
+    int armed;
+};
 static pthread_mutex_t cq_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ibv_wc queued[64];
-static unsigned nqueued;
-static int armed;
-static struct ibv_cq fake_cq;
-static struct ibv_comp_channel fake_channel;
-static struct ibv_device fake_device;
-static struct ibv_context fake_ctx;
+static struct fake fakes[2];
 static int last_comp_vector = -1;
 static unsigned start_index; /* the index start() gives its poller */
 
 static int poll_fails; /* the next poll returns -1 (a broken CQ) */
 
+static struct fake *
+fake_of(struct ibv_context *ctx)
+{
+    return ctx == &fakes[1].ctx ? &fakes[1] : &fakes[0];
+}
+
 static int
 fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 {
+    struct fake *f = fake_of(cq->context);
     int n = 0;
 
-    (void)cq;
     pthread_mutex_lock(&cq_lock);
     if (poll_fails) {
         poll_fails = 0;
         pthread_mutex_unlock(&cq_lock);
         return -1;
     }
-    while (n < num && (unsigned)n < nqueued) {
-        wc[n] = queued[n];
+    while (n < num && (unsigned)n < f->nqueued) {
+        wc[n] = f->queued[n];
         n++;
     }
-    memmove(queued, queued + n, (nqueued - (unsigned)n) * sizeof(queued[0]));
-    nqueued -= (unsigned)n;
+    memmove(f->queued, f->queued + n, (f->nqueued - (unsigned)n) * sizeof(f->queued[0]));
+    f->nqueued -= (unsigned)n;
     pthread_mutex_unlock(&cq_lock);
     return n;
 }
@@ -85,10 +100,9 @@ fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 static int
 fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-    (void)cq;
     (void)solicited_only;
     pthread_mutex_lock(&cq_lock);
-    armed = 1;
+    fake_of(cq->context)->armed = 1;
     pthread_mutex_unlock(&cq_lock);
     return 0;
 }
@@ -96,9 +110,11 @@ fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 struct ibv_comp_channel *
 ibv_create_comp_channel(struct ibv_context *context)
 {
-    fake_channel.context = context;
-    fake_channel.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    return &fake_channel;
+    struct fake *f = fake_of(context);
+
+    f->channel.context = context;
+    f->channel.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return &f->channel;
 }
 
 int
@@ -112,12 +128,14 @@ struct ibv_cq *
 ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
               struct ibv_comp_channel *channel, int comp_vector)
 {
+    struct fake *f = fake_of(context);
+
     (void)cqe;
     last_comp_vector = comp_vector;
-    fake_cq.context = context;
-    fake_cq.cq_context = cq_context;
-    fake_cq.channel = channel;
-    return &fake_cq;
+    f->cq.context = context;
+    f->cq.cq_context = cq_context;
+    f->cq.channel = channel;
+    return &f->cq;
 }
 
 int
@@ -130,12 +148,13 @@ ibv_destroy_cq(struct ibv_cq *cq)
 int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
+    struct fake *f = fake_of(channel->context);
     uint64_t count;
 
     if (read(channel->fd, &count, sizeof(count)) != sizeof(count))
         return -1;
-    *cq = &fake_cq;
-    *cq_context = fake_cq.cq_context;
+    *cq = &f->cq;
+    *cq_context = f->cq.cq_context;
     return 0;
 }
 
@@ -146,20 +165,29 @@ ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
     (void)nevents;
 }
 
-/* Queues a completion whose wr_id is what; an armed CQ raises an event. */
+/* Queues a completion whose wr_id is what on device d's CQ; an armed CQ
+ * raises an event unless silent. */
 static void
-complete(uint64_t what)
+complete_on(unsigned d, uint64_t what, int silent)
 {
+    struct fake *f = &fakes[d];
     uint64_t one = 1;
     int fire;
 
     pthread_mutex_lock(&cq_lock);
-    queued[nqueued++] = (struct ibv_wc){.wr_id = what, .status = IBV_WC_SUCCESS};
-    fire = armed;
-    armed = 0;
+    f->queued[f->nqueued++] = (struct ibv_wc){.wr_id = what, .status = IBV_WC_SUCCESS};
+    fire = f->armed && !silent;
+    if (!silent)
+        f->armed = 0;
     pthread_mutex_unlock(&cq_lock);
     if (fire)
-        assert_int_equal(write(fake_channel.fd, &one, sizeof(one)), sizeof(one));
+        assert_int_equal(write(f->channel.fd, &one, sizeof(one)), sizeof(one));
+}
+
+static void
+complete(uint64_t what)
+{
+    complete_on(0, what, 0);
 }
 
 /* What happened, in order: "w<N>" for completion N handled, "j<N>" for
@@ -247,8 +275,8 @@ run_job(struct gfr_pool_job *job, void *cb_arg, int status)
 }
 
 static struct gfr_rdma engine;
-static struct gfr_rdma_dev dev;
-static struct gfr_rdma_poller poller;
+static struct gfr_rdma_dev dev, dev2;
+static struct gfr_rdma_poller poller, poller2;
 
 /* engine->on_wc: logs the completion and delivers it as rdma-rx.c does:
  * deferred on the poller, to the pool while a relay polls.  wr_id 100 and
@@ -276,9 +304,32 @@ start(enum gfr_poll_mode mode)
     start_with_window(mode, 10);
 }
 
-/* Starts the poller with an adaptive window fixed at spin_us. */
+/* d (dev or dev2) on fake device i, with its one poller p. */
 static void
-start_with_window(enum gfr_poll_mode mode, unsigned spin_us)
+dev_init(struct gfr_rdma_dev *d, struct gfr_rdma_poller *p, unsigned i)
+{
+    struct fake *f = &fakes[i];
+
+    memset(d, 0, sizeof(*d));
+    snprintf(f->device.name, sizeof(f->device.name), "fake%u", i);
+    f->ctx.device = &f->device;
+    f->ctx.ops.poll_cq = fake_poll_cq;
+    f->ctx.ops.req_notify_cq = fake_req_notify_cq;
+    f->nqueued = 0;
+    f->armed = 0;
+    d->engine = &engine;
+    d->verbs = &f->ctx;
+    d->npollers = 1;
+    d->pollers = p;
+    cds_list_add_tail(&d->link, &engine.devices);
+    memset(p, 0, sizeof(*p));
+    p->index = start_index;
+}
+
+/* The engine, its pool and dev, with an adaptive window fixed at
+ * spin_us; rails: transport.rdma.rails. */
+static void
+engine_init(enum gfr_poll_mode mode, unsigned spin_us, enum gfr_rails rails)
 {
     struct gfr_pool_opts popts;
 
@@ -287,40 +338,50 @@ start_with_window(enum gfr_poll_mode mode, unsigned spin_us)
     engine.opts.poll_mode = mode;
     engine.opts.spin_us = spin_us;
     engine.opts.spin_max_us = spin_us;
+    engine.opts.rails = rails;
     engine.on_wc = on_wc;
     engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&engine.lock, NULL);
+    pthread_mutex_init(&engine.threads_lock, NULL);
     CDS_INIT_LIST_HEAD(&engine.devices);
     CDS_INIT_LIST_HEAD(&engine.removed);
     gfr_pool_opts_init(&popts);
     popts.name = "test";
     assert_int_equal(gfr_pool_create(&popts, &engine.pool), 0);
-    memset(&dev, 0, sizeof(dev));
-    snprintf(fake_device.name, sizeof(fake_device.name), "fake0");
-    fake_ctx.device = &fake_device;
-    fake_ctx.ops.poll_cq = fake_poll_cq;
-    fake_ctx.ops.req_notify_cq = fake_req_notify_cq;
-    dev.engine = &engine;
-    dev.verbs = &fake_ctx;
-    dev.npollers = 1;
-    dev.pollers = &poller;
-    cds_list_add_tail(&dev.link, &engine.devices);
-    memset(&poller, 0, sizeof(poller));
-    poller.index = start_index;
-    nqueued = 0;
-    armed = 0;
     nevents = 0;
     blocked = released = 0;
     block_mode = 0;
+    dev_init(&dev, &poller, 0);
+}
+
+/* Starts the poller with an adaptive window fixed at spin_us. */
+static void
+start_with_window(enum gfr_poll_mode mode, unsigned spin_us)
+{
+    engine_init(mode, spin_us, GFR_RAILS_OFF);
     assert_int_equal(gfr_rdma_poller_start(&dev, &poller, 64, "fake0"), 0);
+}
+
+/* Two devices, each with one poller, started in turn. */
+static void
+start_two(enum gfr_poll_mode mode, enum gfr_rails rails)
+{
+    engine_init(mode, 10, rails);
+    dev_init(&dev2, &poller2, 1);
+    assert_int_equal(gfr_rdma_poller_start(&dev, &poller, 64, "fake0"), 0);
+    assert_int_equal(gfr_rdma_poller_start(&dev2, &poller2, 64, "fake1"), 0);
 }
 
 static void
 stop(void)
 {
     gfr_rdma_poller_stop(&poller);
+    if (poller2.dev)
+        gfr_rdma_poller_stop(&poller2);
+    memset(&poller2, 0, sizeof(poller2));
     assert_int_equal(gfr_pool_destroy(engine.pool, GFR_POOL_DRAIN_RUN), 0);
     close(engine.wake_fd);
+    pthread_mutex_destroy(&engine.threads_lock);
     pthread_mutex_destroy(&engine.lock);
 }
 
@@ -349,10 +410,8 @@ test_direct_runs_after_the_batch_in_order(void **state)
     (void)state;
     start(GFR_POLL_EVENT);
     WAIT_UNTIL(uatomic_read(&poller.asleep)); /* then all four come in one batch */
-    pthread_mutex_lock(&cq_lock);
     for (uint64_t i = 1; i <= 3; i++)
-        queued[nqueued++] = (struct ibv_wc){.wr_id = i, .status = IBV_WC_SUCCESS};
-    pthread_mutex_unlock(&cq_lock);
+        complete_on(0, i, 1);
     complete(4);
     wait_for_event_named("j4");
     pthread_mutex_lock(&log_lock);
@@ -366,7 +425,7 @@ test_direct_runs_after_the_batch_in_order(void **state)
     assert_string_equal(events[6], "j3");
     assert_string_equal(events[7], "j4");
     for (unsigned i = 0; i < 8; i++)
-        assert_true(pthread_equal(event_thread[i], poller.thread));
+        assert_true(pthread_equal(event_thread[i], poller.thread->thread));
     pthread_mutex_unlock(&log_lock);
     assert_int_equal(uatomic_read(&poller.st_direct), 4);
     assert_int_equal(uatomic_read(&poller.st_relays), 0);
@@ -384,19 +443,19 @@ expect_relay_then_poller_again(void)
     w2 = wait_for_event_named("w2");
     j2 = wait_for_event_named("j2");
     pthread_mutex_lock(&log_lock);
-    assert_false(pthread_equal(event_thread[w2], poller.thread));
+    assert_false(pthread_equal(event_thread[w2], poller.thread->thread));
     assert_true(event_relaying[w2]);
-    assert_false(pthread_equal(event_thread[j2], poller.thread));
+    assert_false(pthread_equal(event_thread[j2], poller.thread->thread));
     pthread_mutex_unlock(&log_lock);
     assert_int_equal(uatomic_read(&poller.st_relays), 1);
     release();
-    WAIT_UNTIL(!uatomic_read(&poller.handling) && !uatomic_read(&poller.relay_asked));
+    WAIT_UNTIL(!uatomic_read(&poller.handling) && !uatomic_read(&poller.thread->relay_asked));
     complete(3);
     j3 = wait_for_event_named("j3");
     w3 = wait_for_event_named("w3");
     pthread_mutex_lock(&log_lock);
-    assert_true(pthread_equal(event_thread[w3], poller.thread));
-    assert_true(pthread_equal(event_thread[j3], poller.thread));
+    assert_true(pthread_equal(event_thread[w3], poller.thread->thread));
+    assert_true(pthread_equal(event_thread[j3], poller.thread->thread));
     pthread_mutex_unlock(&log_lock);
 }
 
@@ -424,9 +483,9 @@ test_a_long_handler_gets_a_relay_from_the_watch(void **state)
     wait_until_blocked();
     now = gfr_now_ns();
     assert_int_equal(gfr_rdma_pollers_watch(&engine, now), 1); /* first look */
-    assert_int_equal(uatomic_read(&poller.relay_asked), 0);
+    assert_int_equal(uatomic_read(&poller.thread->relay_asked), 0);
     assert_int_equal(gfr_rdma_pollers_watch(&engine, now + GFR_RELAY_AFTER_MS * 1000000ull), 1);
-    assert_int_equal(uatomic_read(&poller.relay_asked), 1);
+    assert_int_equal(uatomic_read(&poller.thread->relay_asked), 1);
     expect_relay_then_poller_again();
     /* Nothing ran since the last look: the watch can slow down. */
     WAIT_UNTIL(gfr_rdma_pollers_watch(&engine, gfr_now_ns()) == 0);
@@ -441,7 +500,10 @@ test_a_sender_kicks_a_sleeping_poller(void **state)
     (void)state;
     start(GFR_POLL_ADAPTIVE);
     WAIT_UNTIL(uatomic_read(&poller.asleep));
-    gfr_rdma_poller_expect(&poller, 0, 10ull * 1000000000);
+    /* A spin for a reply lasts until the reply's bound (here 1 s, well
+     * within WAIT_UNTIL's 10 s, so that the sleep after it is seen even
+     * on a loaded machine). */
+    gfr_rdma_poller_expect(&poller, 0, 1000000000ull);
     assert_int_equal(uatomic_read(&poller.st_kicks), 1);
     /* It polls for the reply instead of sleeping. */
     WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_spin_ns) > 0 && !uatomic_read(&poller.asleep));
@@ -449,7 +511,7 @@ test_a_sender_kicks_a_sleeping_poller(void **state)
     usleep(50000);
     assert_int_equal(CMM_LOAD_SHARED(poller.st_sleeps), sleeps);
     /* A second request while it polls needs no kick. */
-    gfr_rdma_poller_expect(&poller, 0, 10ull * 1000000000);
+    gfr_rdma_poller_expect(&poller, 0, 1000000000ull);
     assert_int_equal(uatomic_read(&poller.st_kicks), 1);
     /* Both replies came: it sleeps again. */
     gfr_rdma_poller_replied(&poller, 2);
@@ -519,11 +581,8 @@ test_a_cq_pass_hands_on_what_was_in_the_cq(void **state)
     (void)state;
     start(GFR_POLL_EVENT);
     WAIT_UNTIL(uatomic_read(&poller.asleep));
-    pthread_mutex_lock(&cq_lock);
-    queued[nqueued++] = (struct ibv_wc){.wr_id = 1, .status = IBV_WC_SUCCESS};
-    queued[nqueued++] = (struct ibv_wc){.wr_id = 2, .status = IBV_WC_SUCCESS};
-    armed = 0; /* no event: only the pass's kick wakes the poller */
-    pthread_mutex_unlock(&cq_lock);
+    complete_on(0, 1, 1); /* no event: only the pass's kick wakes the poller */
+    complete_on(0, 2, 1);
     from = gfr_rdma_poller_pass_begin(&poller);
     WAIT_UNTIL(gfr_rdma_poller_passed(&poller, from));
     pthread_mutex_lock(&log_lock);
@@ -585,7 +644,7 @@ test_a_broken_cq_is_reported_and_polled_no_more(void **state)
     complete(2);
     usleep(20000);
     assert_int_equal(poller.st_polls, polls);
-    assert_int_equal(gfr_rdma_dev_get(&engine, &fake_ctx, 4, &d, &got), -ENOSPC);
+    assert_int_equal(gfr_rdma_dev_get(&engine, &fakes[0].ctx, 4, &d, &got), -ENOSPC);
     stop();
 }
 
@@ -595,18 +654,127 @@ static void
 test_cqs_spread_over_completion_vectors(void **state)
 {
     (void)state;
-    fake_ctx.num_comp_vectors = 4;
+    fakes[0].ctx.num_comp_vectors = 4;
     for (start_index = 0; start_index < 6; start_index++) {
         start(GFR_POLL_EVENT);
         assert_int_equal(last_comp_vector, (int)(start_index % 4));
         stop();
     }
-    fake_ctx.num_comp_vectors = 0; /* none reported: vector 0 */
+    fakes[0].ctx.num_comp_vectors = 0; /* none reported: vector 0 */
     start_index = 5;
     start(GFR_POLL_EVENT);
     assert_int_equal(last_comp_vector, 0);
     stop();
     start_index = 0;
+}
+
+/* With rails off each device's poller has a thread of its own. */
+static void
+test_without_rails_each_device_has_its_own_thread(void **state)
+{
+    (void)state;
+    start_two(GFR_POLL_EVENT, GFR_RAILS_OFF);
+    assert_ptr_not_equal(poller.thread, poller2.thread);
+    assert_null(engine.shared_threads[0]);
+    stop();
+}
+
+/* With rails=auto the pollers of both devices share one thread: it sleeps
+ * on both channels at once, and reaps and delivers what either CQ gives. */
+static void
+test_rails_share_one_thread_for_every_device(void **state)
+{
+    int w1, w2, j1, j2;
+
+    (void)state;
+    start_two(GFR_POLL_EVENT, GFR_RAILS_AUTO);
+    assert_ptr_equal(poller.thread, poller2.thread);
+    assert_ptr_equal(engine.shared_threads[0], poller.thread);
+    WAIT_UNTIL(uatomic_read(&poller.asleep) && uatomic_read(&poller2.asleep));
+    complete_on(1, 2, 0);
+    j2 = wait_for_event_named("j2");
+    WAIT_UNTIL(uatomic_read(&poller.asleep) && uatomic_read(&poller2.asleep));
+    complete_on(0, 1, 0);
+    j1 = wait_for_event_named("j1");
+    w1 = wait_for_event_named("w1");
+    w2 = wait_for_event_named("w2");
+    pthread_mutex_lock(&log_lock);
+    for (unsigned i = 0; i < nevents; i++)
+        assert_true(pthread_equal(event_thread[i], poller.thread->thread));
+    assert_true(w2 < j2 && j2 < w1 && w1 < j1);
+    pthread_mutex_unlock(&log_lock);
+    /* Each device counts its own wake-ups; the thread's sleeps count on
+     * its first poller alone. */
+    assert_int_equal(CMM_LOAD_SHARED(poller2.st_wakeups), 1);
+    assert_int_equal(CMM_LOAD_SHARED(poller.st_wakeups), 1);
+    assert_int_equal(CMM_LOAD_SHARED(poller2.st_sleeps), 0);
+    stop();
+    assert_null(engine.shared_threads[0]);
+}
+
+/* A device that leaves a shared thread (its removal) is polled no more,
+ * and its poll_lock is let go of; the other device's completions are
+ * still reaped by the thread. */
+static void
+test_a_device_leaves_a_shared_thread(void **state)
+{
+    struct gfr_rdma_poll_thread *t;
+
+    (void)state;
+    start_two(GFR_POLL_ADAPTIVE, GFR_RAILS_AUTO);
+    t = poller.thread;
+    gfr_rdma_poller_stop(&poller2);
+    memset(&poller2, 0, sizeof(poller2));
+    assert_ptr_equal(engine.shared_threads[0], t);
+    complete(3);
+    wait_for_event_named("j3");
+    stop();
+}
+
+/* A blocking handler on a shared thread: its relay polls every device of
+ * the thread, so the other device's completions are reaped meanwhile. */
+static void
+test_a_blocking_handler_gets_a_relay_for_every_device_of_its_thread(void **state)
+{
+    int w2;
+
+    (void)state;
+    start_two(GFR_POLL_EVENT, GFR_RAILS_AUTO);
+    block_mode = 1;
+    complete(100);
+    wait_until_blocked();
+    WAIT_UNTIL(uatomic_read(&poller.st_relays) == 1);
+    assert_int_equal(uatomic_read(&poller2.st_relays), 0); /* one relay for both */
+    complete_on(1, 2, 0);
+    w2 = wait_for_event_named("w2");
+    wait_for_event_named("j2");
+    pthread_mutex_lock(&log_lock);
+    assert_true(event_relaying[w2]);
+    assert_false(pthread_equal(event_thread[w2], poller.thread->thread));
+    pthread_mutex_unlock(&log_lock);
+    release();
+    WAIT_UNTIL(!uatomic_read(&poller2.handling) && !uatomic_read(&poller.thread->relay_asked));
+    complete_on(1, 3, 0);
+    wait_for_event_named("j3");
+    stop();
+}
+
+/* A sender's kick for the second device wakes the shared thread, which
+ * then polls both instead of sleeping. */
+static void
+test_a_sender_kicks_a_shared_thread_awake(void **state)
+{
+    (void)state;
+    start_two(GFR_POLL_ADAPTIVE, GFR_RAILS_AUTO);
+    WAIT_UNTIL(uatomic_read(&poller.asleep) && uatomic_read(&poller2.asleep));
+    gfr_rdma_poller_expect(&poller2, 0, 1000000000ull); /* as in the test above */
+    assert_int_equal(uatomic_read(&poller2.st_kicks), 1);
+    WAIT_UNTIL(CMM_LOAD_SHARED(poller.st_spin_ns) > 0 && !uatomic_read(&poller.asleep));
+    complete(1);
+    wait_for_event_named("j1");
+    gfr_rdma_poller_replied(&poller2, 1);
+    WAIT_UNTIL(uatomic_read(&poller.asleep) && uatomic_read(&poller2.asleep));
+    stop();
 }
 
 int
@@ -623,6 +791,11 @@ main(void)
         cmocka_unit_test(test_a_cq_pass_hands_on_what_was_in_the_cq),
         cmocka_unit_test(test_injected_completions_are_handed_on_by_the_poller),
         cmocka_unit_test(test_a_broken_cq_is_reported_and_polled_no_more),
+        cmocka_unit_test(test_without_rails_each_device_has_its_own_thread),
+        cmocka_unit_test(test_rails_share_one_thread_for_every_device),
+        cmocka_unit_test(test_a_device_leaves_a_shared_thread),
+        cmocka_unit_test(test_a_blocking_handler_gets_a_relay_for_every_device_of_its_thread),
+        cmocka_unit_test(test_a_sender_kicks_a_shared_thread_awake),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

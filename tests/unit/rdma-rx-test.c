@@ -171,6 +171,40 @@ test_request_xid_with_write_list_may_not_repeat(void **state)
     free_conn(conn);
 }
 
+/* A call tagged for rails (AWAITS_REPLY, RESEND, a mark in written) is a
+ * violation on a connection that is no rail of a bundle, as it is for an
+ * older peer, which knows no tags; between rails it is a call. */
+static void
+test_a_call_tagged_for_rails_needs_a_bundle(void **state)
+{
+    static const struct {
+        uint16_t flags;
+        uint32_t written;
+    } tags[] = {{GFR_WIRE_F_AWAITS_REPLY, 0}, {GFR_WIRE_F_AWAITS_REPLY, 3},
+                {GFR_WIRE_F_AWAITS_REPLY | GFR_WIRE_F_RESEND, 3}, {0, 3}};
+    struct gfr_rdma_conn *conn = make_conn();
+    struct gfr_wire_msg msg = {.hdr = {.type = GFR_WIRE_MSG, .xid = 4}};
+    struct gfr_rdma_rx_plan plan;
+    const char *reason;
+    char rail;
+
+    (void)state;
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++) {
+        msg.hdr.flags = tags[i].flags;
+        msg.hdr.written = tags[i].written;
+        assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+        assert_string_equal(reason,
+                            "a call tagged for rails on a connection that is no rail of a bundle");
+    }
+    conn->bundle = (struct gfr_rdma_bundle *)&rail; /* only its presence is read */
+    msg.hdr.flags = GFR_WIRE_F_AWAITS_REPLY;
+    msg.hdr.written = 4;
+    assert_int_equal(check(conn, &msg, &plan, &reason), 0);
+    conn->bundle = NULL;
+    free_conn(conn);
+}
+
 static void
 test_sending_without_a_credit_is_a_violation(void **state)
 {
@@ -692,6 +726,7 @@ main(void)
         cmocka_unit_test(test_reply_may_not_claim_more_than_was_offered),
         cmocka_unit_test(test_request_xid_with_write_list_may_not_repeat),
         cmocka_unit_test(test_sending_without_a_credit_is_a_violation),
+        cmocka_unit_test(test_a_call_tagged_for_rails_needs_a_bundle),
         cmocka_unit_test(test_a_failed_post_gives_everything_back_and_ends_the_connection),
         cmocka_unit_test(test_only_a_send_is_read_as_a_message),
         cmocka_unit_test(test_a_pull_buffer_is_registered_without_the_lock),
