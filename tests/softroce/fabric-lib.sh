@@ -493,7 +493,8 @@ rails_call_pair() {
 		-S "$pair_dir/stop" -b 16 -s 65536 -o rails=auto "$@"
 }
 
-# rails_calls_once: after rails_call_pair, how many calls the client had
+# rails_calls_once: after rails_call_pair (or any run_pair of engine-test's
+# server and a client with -r), how many calls the client had
 # answered with every byte right, once none ended in error and the server
 # ran each once and ended once, in order; otherwise what failed, and 1.
 rails_calls_once() {
