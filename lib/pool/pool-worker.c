@@ -32,6 +32,7 @@ static __thread void (*block_hook)(void *cb_arg);
 static __thread void *block_hook_arg;
 
 static void more_workers(struct gfr_pool *pool);
+static int spawn_if_short(struct gfr_pool *pool);
 
 /* Lock-free hint: is there work a worker could take? */
 static int
@@ -177,7 +178,7 @@ more_workers(struct gfr_pool *pool)
     if (uatomic_read(&pool->nr_idle) != 0 && wake_one(pool))
         return;
     if (uatomic_read(&pool->nr_running) < pool->opts.concurrency)
-        gfr_pool_spawn_worker(pool);
+        spawn_if_short(pool);
 }
 
 /* Polls for work up to spin_us; only one worker spins at a time. */
@@ -301,12 +302,22 @@ sleep_for_work(struct gfr_pool_worker *worker)
     return 0;
 }
 
+/*
+ * Until its nr_running count drops here, a retiring worker still counts as
+ * one that will take work, so a producer may have started nobody for a job
+ * queued since the worker last looked: it looks once more (full barrier,
+ * the lost-wake-up rule) and hands such a job on.  Before it joins the
+ * zombies, so that a worker it starts cannot try to join it.
+ */
 static void
 retire(struct gfr_pool_worker *worker)
 {
     struct gfr_pool *pool = worker->pool;
 
     uatomic_dec(&pool->nr_running);
+    cmm_smp_mb();
+    if (work_available(pool))
+        more_workers(pool);
     uatomic_inc(&pool->threads_exited);
     pthread_mutex_lock(&pool->threads_lock);
     gfr_pool_counts_add(&pool->retired, &worker->counts);
@@ -383,33 +394,27 @@ reap_zombies(struct gfr_pool *pool)
 
 /*
  * Starts one worker unless the pool is at max_threads or shutting down.
- * Returns 0, -EAGAIN (no room), -ESHUTDOWN, -ENOMEM or pthread_create's error.
+ * Caller holds threads_lock.  Returns 0, -EAGAIN (no room), -ESHUTDOWN,
+ * -ENOMEM or pthread_create's error.
  */
-int
-gfr_pool_spawn_worker(struct gfr_pool *pool)
+static int
+spawn_locked(struct gfr_pool *pool)
 {
     struct gfr_pool_worker *worker;
     unsigned long threads;
     char name[16];
     int err;
 
-    pthread_mutex_lock(&pool->threads_lock);
     /* Once shutting down, destroy joins the zombies, not us. */
-    if (CMM_LOAD_SHARED(pool->shutdown)) {
-        err = -ESHUTDOWN;
-        goto out;
-    }
+    if (CMM_LOAD_SHARED(pool->shutdown))
+        return -ESHUTDOWN;
     reap_zombies(pool);
     threads = uatomic_read(&pool->nr_threads);
-    if (threads >= pool->opts.max_threads) {
-        err = -EAGAIN;
-        goto out;
-    }
+    if (threads >= pool->opts.max_threads)
+        return -EAGAIN;
     worker = calloc(1, sizeof(*worker));
-    if (!worker) {
-        err = -ENOMEM;
-        goto out;
-    }
+    if (!worker)
+        return -ENOMEM;
     worker->pool = pool;
     worker->index = pool->next_index++;
     CDS_INIT_LIST_HEAD(&worker->timers);
@@ -427,14 +432,48 @@ gfr_pool_spawn_worker(struct gfr_pool *pool)
         uatomic_dec(&pool->nr_running);
         uatomic_dec(&pool->nr_threads);
         free(worker);
-        goto out;
+        return err;
     }
     /* Named by its creator, so it has its name before it runs. */
     snprintf(name, sizeof(name), "%s/%u", pool->name, worker->index);
     pthread_setname_np(worker->thread, name);
     cds_list_add_tail(&worker->link, &pool->workers);
     uatomic_inc(&pool->threads_started);
-out:
+    return 0;
+}
+
+/* gfr_pool_create's: starts one worker, see spawn_locked.  Takes threads_lock. */
+int
+gfr_pool_spawn_worker(struct gfr_pool *pool)
+{
+    int err;
+
+    pthread_mutex_lock(&pool->threads_lock);
+    err = spawn_locked(pool);
+    pthread_mutex_unlock(&pool->threads_lock);
+    return err;
+}
+
+/*
+ * more_workers': starts a worker only while fewer than `concurrency`
+ * threads are not blocked.  Only a start raises nr_threads, under
+ * threads_lock, so two callers that both saw a free slot cannot both fill
+ * it (a sum of the running, idle and spinning counts would not do: a worker
+ * can move from one to the next and back between two reads).  A start
+ * refused here leaves the job to a thread that will look for work again:
+ * one running, spinning, or gone idle after wake_one found nobody, and so
+ * after the job was queued; a retiring one has left nr_threads and looks
+ * once more in retire().
+ */
+static int
+spawn_if_short(struct gfr_pool *pool)
+{
+    int err = -EAGAIN;
+
+    pthread_mutex_lock(&pool->threads_lock);
+    if (uatomic_read(&pool->nr_threads) <
+        uatomic_read(&pool->nr_blocked) + pool->opts.concurrency)
+        err = spawn_locked(pool);
     pthread_mutex_unlock(&pool->threads_lock);
     return err;
 }

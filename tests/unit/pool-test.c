@@ -391,17 +391,26 @@ test_scales_up_when_workers_block_and_down_after_idle(void **state)
         sem_post(&release);
     WAIT_UNTIL(uatomic_read(&done) == 6);
     /* Idle for 50 ms: back down to min_threads.  A worker leaves
-     * `threads` before it counts in threads_exited (gfr_pool.h). */
+     * `threads` before it counts in threads_exited (gfr_pool.h).  A worker
+     * started while the jobs were handed round may find none and idle out
+     * before the last job blocks (a stall of idle_ms under load): then
+     * more than six started, and all but one exit. */
     WAIT_UNTIL(gfr_pool_stats_get(pool, &stats) == 0 && stats.threads == 1);
-    WAIT_UNTIL(gfr_pool_stats_get(pool, &stats) == 0 && stats.threads_exited == 5);
+    WAIT_UNTIL(gfr_pool_stats_get(pool, &stats) == 0 &&
+               stats.threads_exited == stats.threads_started - 1);
+    assert_true(stats.threads_started >= 6);
     assert_int_equal(stats.threads, 1);
     assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
 }
 
-/* Which threads ran the thread_exit hook. */
+/* Which threads ran the thread_exit hook, by kernel thread id (a joined
+ * thread's pthread_t is handed to the next one started), with room for
+ * every worker of test_thread_exit_runs_on_each_exiting_worker, also those
+ * started while its jobs were handed round that idled out without one. */
+#define EXIT_LOG_MAX 64
 struct exit_log {
     pthread_mutex_t lock;
-    pthread_t threads[8];
+    pid_t threads[EXIT_LOG_MAX];
     unsigned n;
 };
 
@@ -411,8 +420,8 @@ log_thread_exit(void *cb_arg)
     struct exit_log *log = cb_arg;
 
     pthread_mutex_lock(&log->lock);
-    if (log->n < 8)
-        log->threads[log->n] = pthread_self();
+    if (log->n < EXIT_LOG_MAX)
+        log->threads[log->n] = gettid();
     log->n++;
     pthread_mutex_unlock(&log->lock);
 }
@@ -421,7 +430,7 @@ struct thread_noting_job {
     struct gfr_pool_job job;
     sem_t *release;
     unsigned long *done;
-    pthread_t ran_on;
+    pid_t ran_on;
 };
 
 static void
@@ -429,7 +438,7 @@ note_thread_and_block(struct gfr_pool_job *job, void *cb_arg, int status)
 {
     struct thread_noting_job *tj = caa_container_of(job, struct thread_noting_job, job);
 
-    tj->ran_on = pthread_self();
+    tj->ran_on = gettid();
     gfr_pool_block_begin();
     sem_wait(tj->release);
     gfr_pool_block_end();
@@ -437,10 +446,10 @@ note_thread_and_block(struct gfr_pool_job *job, void *cb_arg, int status)
 }
 
 static int
-ran_a_job(const struct thread_noting_job *jobs, int n, pthread_t thread)
+logged(const struct exit_log *log, pid_t thread)
 {
-    for (int i = 0; i < n; i++)
-        if (pthread_equal(jobs[i].ran_on, thread))
+    for (unsigned i = 0; i < log->n; i++)
+        if (log->threads[i] == thread)
             return 1;
     return 0;
 }
@@ -474,21 +483,23 @@ test_thread_exit_runs_on_each_exiting_worker(void **state)
     for (int i = 0; i < 6; i++)
         sem_post(&release);
     WAIT_UNTIL(uatomic_read(&done) == 6);
-    /* threads_exited counts a worker after its thread_exit returned. */
+    /* threads_exited counts a worker after its thread_exit returned.  More
+     * than six may have started: see test_scales_up_when_workers_block_... */
     WAIT_UNTIL(gfr_pool_stats_get(pool, &stats) == 0 && stats.threads == 1 &&
-               stats.threads_exited == 5);
+               stats.threads_exited == stats.threads_started - 1);
+    assert_in_range(stats.threads_started, 6, EXIT_LOG_MAX);
     pthread_mutex_lock(&log.lock);
-    assert_int_equal(log.n, 5);
+    assert_int_equal(log.n, stats.threads_exited);
     pthread_mutex_unlock(&log.lock);
     assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
-    /* The last one exits at destruction; every call ran on a thread that
-     * ran a job, and no thread twice. */
-    assert_int_equal(log.n, 6);
-    for (unsigned i = 0; i < log.n; i++) {
-        assert_true(ran_a_job(jobs, 6, log.threads[i]));
+    /* The last one exits at destruction; every thread that ran a job
+     * ran the hook, and no thread ran it twice. */
+    assert_int_equal(log.n, stats.threads_started);
+    for (int i = 0; i < 6; i++)
+        assert_true(logged(&log, jobs[i].ran_on));
+    for (unsigned i = 0; i < log.n; i++)
         for (unsigned j = 0; j < i; j++)
-            assert_false(pthread_equal(log.threads[i], log.threads[j]));
-    }
+            assert_int_not_equal(log.threads[i], log.threads[j]);
     sem_destroy(&release);
 }
 
@@ -513,9 +524,9 @@ test_cpu_bound_load_stays_within_concurrency(void **state)
     }
     WAIT_UNTIL(uatomic_read(&jobs_done) == 20000);
     assert_int_equal(gfr_pool_stats_get(pool, &stats), 0);
-    /* Nobody blocks: never more threads than the concurrency wanted
-     * (a producer may start one while the last one starts: +1). */
-    assert_in_range(stats.peak_threads, 1, 3);
+    /* Nobody blocks: never more threads than the concurrency wanted, even
+     * when a producer and a worker both see a free slot at once. */
+    assert_in_range(stats.peak_threads, 1, 2);
     assert_int_equal(gfr_pool_destroy(pool, GFR_POOL_DRAIN_RUN), 0);
 }
 
