@@ -129,10 +129,10 @@ volume_option_t options[] = {
      .value = {"off", "on"}, .default_value = "on",
      .description = "Time every call's stages in the transport (histograms that gfr-stat "
                     "shows); off: no clock is read for them."},
-    {.key = {"transport.rdma.rails"}, .type = GF_OPTION_TYPE_STR, .value = {"off", "auto"},
-     .default_value = "off",
+    {.key = {"transport.rdma.rails"}, .type = GF_OPTION_TYPE_STR, .default_value = "off",
      .description = "Multi-rail: auto spreads each connection over every rail address the "
-                    "server advertises (docs/multi-rail.md); off: one queue pair."},
+                    "server advertises (docs/multi-rail.md); DEV[:PORT],... (at most four) "
+                    "the same, from those device ports only; off: one queue pair."},
     {.key = {"transport.rdma.rail-addresses"}, .type = GF_OPTION_TYPE_STR,
      .description = "A server's rail addresses, advertised to clients with rails: numeric "
                     "IPv4 or IPv6 addresses, comma-separated, at most four."},

@@ -46,6 +46,9 @@ struct gfr_rdma_path {
     unsigned attempts;      /* joins tried since it lost the last */
     uint64_t up_ns;         /* when its rail was established */
     uint64_t retry_ns;      /* GFR_PATH_WAITING: when it joins again */
+    /* CM thread only: rails = DEV[:PORT],... named no port to join it
+     * from at its last try (logged once, until one is found again). */
+    int unsourced;
 };
 
 /* Entries of a server's table of calls (gfr_calls.h): calls unanswered

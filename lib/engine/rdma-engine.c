@@ -19,6 +19,8 @@
 
 #include "gfr_addr.h"
 #include "gfr_clock.h"
+#include "gfr_port_counters.h"
+#include "gfr_rail_ports.h"
 #include "engine-conn.h"
 
 /*
@@ -235,7 +237,7 @@ on_connect_request(struct gfr_rdma *engine, struct rdma_cm_event *event)
             conn_abort(conn, err);
             return;
         }
-        if ((rails.flags & GFR_CM_F_RAILS) && conn->opts.rails == GFR_RAILS_AUTO)
+        if ((rails.flags & GFR_CM_F_RAILS) && gfr_rdma_opts_rails(&conn->opts) != GFR_RAILS_OFF)
             offer_rails(conn, listener);
     }
     err = gfr_rdma_conn_setup(conn);
@@ -904,6 +906,53 @@ cm_main(void *arg)
     return NULL;
 }
 
+/*
+ * rails = DEV[:PORT],...: each named port as the engine starts, where it
+ * is or what it lacks (no such device, its port down, no interface, no
+ * address), so that a rail the configuration names but cannot use is
+ * never dropped in silence; and each rail address a server advertises
+ * that none of them holds.  Later joins read the ports again.
+ */
+static void
+log_rail_ports(const struct gfr_rdma_opts *opts)
+{
+    struct gfr_rail_port ports[GFR_RDMA_MAX_RAIL_DEVICES];
+    struct sockaddr_storage addrs[GFR_RDMA_MAX_RAIL_ADDRS];
+    char host[INET6_ADDRSTRLEN];
+    unsigned port;
+    int n, naddrs;
+
+    if (gfr_rdma_opts_rails(opts) != GFR_RAILS_DEVICES)
+        return;
+    n = gfr_rail_ports_read(gfr_sysfs_root(), opts, ports, GFR_RDMA_MAX_RAIL_DEVICES);
+    if (n < 0) {
+        gfr_rdma_log("rails %s: cannot read the interfaces' addresses (%s)", opts->rails,
+                     strerror(-n));
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct gfr_rail_port *p = &ports[i];
+
+        if (!p->usable) {
+            gfr_rdma_log("rails: %s:%u can carry no rail: %s", p->dev.name, p->dev.port,
+                         p->why);
+            continue;
+        }
+        gfr_addr_host_port((const struct sockaddr *)&p->addrs[0].addr, host, &port);
+        gfr_rdma_log("rails: %s:%u is on %s, %s/%u%s", p->dev.name, p->dev.port, p->netdev,
+                     host, p->addrs[0].prefix, p->naddrs > 1 ? " and more" : "");
+    }
+    naddrs = gfr_rdma_opts_rail_addresses(opts, addrs, GFR_RDMA_MAX_RAIL_ADDRS);
+    for (int i = 0; i < naddrs; i++) {
+        if (gfr_rail_ports_own(ports, (unsigned)n, (const struct sockaddr *)&addrs[i]))
+            continue;
+        gfr_addr_host_port((const struct sockaddr *)&addrs[i], host, &port);
+        gfr_rdma_log("rails: rail address %s is on none of the usable ports rails names: "
+                     "rails joined there use another device",
+                     host);
+    }
+}
+
 int
 gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
                 struct gfr_rdma **enginep)
@@ -926,6 +975,7 @@ gfr_rdma_create(const struct gfr_rdma_opts *opts, struct gfr_pool *pool,
     engine = calloc(1, sizeof(*engine));
     if (!engine)
         return -ENOMEM;
+    log_rail_ports(opts);
     engine->opts = *opts;
     engine->on_wc = gfr_rdma_cq_complete;
     engine->pool = opts->dispatch == GFR_DISPATCH_INLINE ? NULL : pool;
@@ -1065,7 +1115,7 @@ gfr_rdma_listen(struct gfr_rdma *engine, const struct sockaddr *addr, int backlo
     len = sizeof(listener->addr);
     gfr_rdma_copy_addr(rdma_get_local_addr(listener->id),
                        (struct sockaddr *)&listener->addr, &len);
-    if (listener->opts.rails == GFR_RAILS_AUTO)
+    if (gfr_rdma_opts_rails(&listener->opts) != GFR_RAILS_OFF)
         check_rail_addresses(listener);
     pthread_mutex_lock(&engine->lock);
     cds_list_add_tail(&listener->link, &engine->listeners);
@@ -1171,18 +1221,65 @@ same_endpoint(const struct sockaddr *a, const struct sockaddr_storage *b)
 }
 
 /*
- * Connects a rail of b on its path (the server's rail address dst) from
- * whichever device its route picks; it joins with the bundle's id and
- * token.  When no rail can be made, the path waits its backoff again.
+ * With rails = DEV[:PORT],..., the address of the named port on dst's
+ * subnet into *src; NULL (the route decides) with rails auto.  Returns 0,
+ * or -ENOENT (after a log line naming the ports and why each is no use,
+ * when log) where no named port can reach dst.  Any thread.
+ */
+static int
+rail_source(const struct gfr_rdma_opts *opts, const struct sockaddr *dst,
+            struct sockaddr_storage *src, const struct sockaddr **srcp, int log)
+{
+    struct gfr_rail_port ports[GFR_RDMA_MAX_RAIL_DEVICES];
+    char names[160], host[INET6_ADDRSTRLEN];
+    unsigned port;
+    int n;
+
+    *srcp = NULL;
+    if (gfr_rdma_opts_rails(opts) != GFR_RAILS_DEVICES)
+        return 0;
+    n = gfr_rail_ports_read(gfr_sysfs_root(), opts, ports, GFR_RDMA_MAX_RAIL_DEVICES);
+    if (n > 0 && gfr_rail_ports_source(ports, (unsigned)n, dst, src) >= 0) {
+        *srcp = (const struct sockaddr *)src;
+        return 0;
+    }
+    if (log) {
+        gfr_addr_host_port(dst, host, &port);
+        gfr_rdma_log("rails %s: none has an address on the subnet of %s%s",
+                     n > 0 ? gfr_rail_ports_names(ports, (unsigned)n, names, sizeof(names))
+                           : opts->rails,
+                     host,
+                     n < 0 ? " (the interfaces' addresses cannot be read)" : "");
+        for (int i = 0; i < n; i++)
+            if (!ports[i].usable)
+                gfr_rdma_log("rails: %s", ports[i].why);
+    }
+    return -ENOENT;
+}
+
+/*
+ * Connects a rail of b on its path (the server's rail address dst): from
+ * the named device port on dst's subnet with rails = DEV[:PORT],..., else
+ * from whichever device its route picks; it joins with the bundle's id
+ * and token.  When no rail can be made, the path waits its backoff again.
  * CM thread.
  */
 static void
 join_path(struct gfr_rdma *engine, struct gfr_rdma_bundle *b, int path,
           const struct sockaddr *dst)
 {
+    struct gfr_rdma_path *p = &b->paths[path];
+    struct sockaddr_storage src_buf;
+    const struct sockaddr *src;
     struct gfr_rdma_conn *rail;
     int err;
 
+    if (rail_source(&b->lead->opts, dst, &src_buf, &src, !p->unsourced) != 0) {
+        p->unsourced = 1;
+        gfr_rdma_bundle_path_lost(b, path);
+        return;
+    }
+    p->unsourced = 0;
     if (client_conn_new(engine, dst, &b->lead->opts, &rail) != 0) {
         gfr_rdma_bundle_path_lost(b, path);
         return;
@@ -1200,7 +1297,7 @@ join_path(struct gfr_rdma *engine, struct gfr_rdma_bundle *b, int path,
     }
     rail->cm_rails = (struct gfr_cm_rails){.flags = GFR_CM_F_JOIN, .bundle = b->id,
                                            .token = b->token, .rail_id = rail->rail_id};
-    client_conn_resolve(rail, NULL, dst);
+    client_conn_resolve(rail, src, dst);
 }
 
 /*
@@ -1299,6 +1396,8 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
                  const struct gfr_rdma_conn_ops *ops, void *cb_arg,
                  struct gfr_rdma_conn **connp)
 {
+    struct sockaddr_storage src_buf;
+    const struct sockaddr *rail_src;
     struct gfr_rdma_conn *conn;
     int err;
 
@@ -1307,12 +1406,16 @@ gfr_rdma_connect(struct gfr_rdma *engine, const struct sockaddr *dst,
     opts = conn_opts(engine, opts, "connect");
     if (!opts)
         return -EINVAL;
+    /* The lead, too, leaves from a named port where one is on dst's
+     * subnet; else by its route, as without rails (named in the log). */
+    if (!src && rail_source(opts, dst, &src_buf, &rail_src, 1) == 0)
+        src = rail_src;
     err = client_conn_new(engine, dst, opts, &conn);
     if (err)
         return err;
     conn->ops = ops;
     conn->cb_arg = cb_arg;
-    if (conn->opts.rails == GFR_RAILS_AUTO) {
+    if (gfr_rdma_opts_rails(&conn->opts) != GFR_RAILS_OFF) {
         err = gfr_rdma_bundle_lead(conn, 0);
         if (err) {
             rdma_destroy_id(conn->id);

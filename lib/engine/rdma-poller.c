@@ -934,7 +934,7 @@ thread_join(struct gfr_rdma_poller *p, const char *name)
     struct gfr_rdma_poll_thread *t;
     int err = 0;
 
-    if (engine->opts.rails != GFR_RAILS_AUTO)
+    if (gfr_rdma_opts_rails(&engine->opts) == GFR_RAILS_OFF)
         return thread_start(engine, p, 0, name, &p->thread);
     pthread_mutex_lock(&engine->threads_lock);
     t = engine->shared_threads[p->index];

@@ -32,10 +32,21 @@ enum gfr_receive_queue {
     GFR_RQ_AUTO,     /* shared where a SEND that finds none waits (RNR), own on iWARP */
 };
 
-/* Whether a connection may spread over several rails (docs/multi-rail.md). */
+/* Whether a connection may spread over several rails (docs/multi-rail.md):
+ * what gfr_rdma_opts_rails reads from the rails option. */
 enum gfr_rails {
     GFR_RAILS_OFF,
-    GFR_RAILS_AUTO, /* join every rail address the server advertises */
+    GFR_RAILS_AUTO,    /* join every rail address the server advertises */
+    GFR_RAILS_DEVICES, /* the same, only from the device ports the option names */
+};
+
+/* rails = DEV[:PORT],...: at most this many, each named once. */
+#define GFR_RDMA_MAX_RAIL_DEVICES 4
+
+/* One device port of rails = DEV[:PORT],... */
+struct gfr_rail_device {
+    char name[64];
+    uint8_t port; /* 1 when the option leaves it out */
 };
 
 /* rail-addresses: at most this many. */
@@ -72,7 +83,8 @@ struct gfr_rdma_opts {
     int32_t gid_index;        /* -1: chosen by the CM */
     char device[64];          /* "": the device the CM resolves */
     enum gfr_latency_stats latency_stats;
-    enum gfr_rails rails;
+    /* "off", "auto" or "DEV[:PORT],...": see gfr_rdma_opts_rails. */
+    char rails[128];
     /* A server's rail addresses, advertised to clients with rails:
      * "ADDR,ADDR", numeric IPv4 or IPv6; "": none. */
     char rail_addresses[192];
@@ -89,6 +101,7 @@ enum gfr_rdma_opt_kind {
     GFR_OPT_CHOICE,
     GFR_OPT_NAME, /* a device name */
     GFR_OPT_ADDRESSES, /* numeric IP addresses, comma-separated */
+    GFR_OPT_RAILS, /* off, auto, or device ports DEV[:PORT], comma-separated */
 };
 
 /* Where an option's value applies.  A connection may run by options of
@@ -158,6 +171,18 @@ const char *gfr_rdma_opts_engine_conflict(const struct gfr_rdma_opts *engine,
 struct sockaddr_storage;
 int gfr_rdma_opts_rail_addresses(const struct gfr_rdma_opts *opts,
                                  struct sockaddr_storage *out, unsigned max);
+
+/* Whether opts->rails is off, auto or a list of device ports; off for
+ * text gfr_rdma_opts_set would have refused.  Any thread. */
+enum gfr_rails gfr_rdma_opts_rails(const struct gfr_rdma_opts *opts);
+
+/*
+ * The device ports rails = DEV[:PORT],... names, parsed into out (up to
+ * max).  Returns how many (0 for off and auto), or -EINVAL for text
+ * gfr_rdma_opts_set would have refused.  Any thread.
+ */
+int gfr_rdma_opts_rail_devices(const struct gfr_rdma_opts *opts, struct gfr_rail_device *out,
+                               unsigned max);
 
 const char *gfr_poll_mode_str(enum gfr_poll_mode mode);
 const char *gfr_dispatch_str(enum gfr_dispatch dispatch);

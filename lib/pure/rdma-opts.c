@@ -20,7 +20,6 @@ static const char *const poll_names[] = {"busy", "adaptive", "event", NULL};
 static const char *const dispatch_names[] = {"pool", "inline", "direct", NULL};
 static const char *const rq_names[] = {"srq", "per-connection", "auto", NULL};
 static const char *const off_on_names[] = {"off", "on", NULL};
-static const char *const rails_names[] = {"off", "auto", NULL};
 
 /* A table row: what the option accepts, and where it is stored. */
 struct opt_desc {
@@ -32,8 +31,7 @@ struct opt_desc {
 /* store() and load() handle 1- and 4-byte fields; choices are stored into
  * enums. */
 _Static_assert(sizeof(enum gfr_poll_mode) == 4 && sizeof(enum gfr_dispatch) == 4 &&
-                   sizeof(enum gfr_receive_queue) == 4 && sizeof(enum gfr_latency_stats) == 4 &&
-                   sizeof(enum gfr_rails) == 4,
+                   sizeof(enum gfr_receive_queue) == 4 && sizeof(enum gfr_latency_stats) == 4,
                "choice options are stored as 4-byte enums");
 
 #define FIELD(f) offsetof(struct gfr_rdma_opts, f), sizeof(((struct gfr_rdma_opts *)0)->f)
@@ -68,7 +66,7 @@ static const struct opt_desc descs[] = {
     NUMBER("gid-index", GFR_OPT_INT, CONN, -1, 255, "-1", gid_index),
     {{"device", GFR_OPT_NAME, CONN, 0, 0, NULL, NULL}, FIELD(device)},
     CHOICE("latency-stats", ENGINE, off_on_names, "on", latency_stats),
-    CHOICE("rails", ENGINE, rails_names, "off", rails),
+    {{"rails", GFR_OPT_RAILS, ENGINE, 0, 0, NULL, "off"}, FIELD(rails)},
     {{"rail-addresses", GFR_OPT_ADDRESSES, ENGINE, 0, 0, NULL, NULL}, FIELD(rail_addresses)},
     NUMBER("rail-timeout-ms", GFR_OPT_UINT, CONN, 0, 600000, "5000", rail_timeout_ms),
 };
@@ -221,6 +219,97 @@ gfr_rdma_opts_rail_addresses(const struct gfr_rdma_opts *opts, struct sockaddr_s
     return parse_addresses(opts->rail_addresses, out, max);
 }
 
+/* Parses "DEV[:PORT],..." (a device name of letters, digits, '_', '-' and
+ * '.' other than on, off and auto, a port from 1 to 255, at most
+ * GFR_RDMA_MAX_RAIL_DEVICES, none twice)
+ * into out (up to max; NULL: only checks).  How many, or -EINVAL. */
+static int
+parse_rail_devices(const char *text, struct gfr_rail_device *out, unsigned max)
+{
+    struct gfr_rail_device seen[GFR_RDMA_MAX_RAIL_DEVICES];
+    int n = 0;
+
+    while (*text) {
+        size_t len = strcspn(text, ":,");
+        struct gfr_rail_device d = {.port = 1};
+
+        if (!len || len >= sizeof(d.name) || n == GFR_RDMA_MAX_RAIL_DEVICES ||
+            strspn(text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") <
+                len)
+            return -EINVAL;
+        memcpy(d.name, text, len);
+        /* the choices' words, or a mistyped choice ("on"), name no device */
+        if (strcmp(d.name, "on") == 0 || strcmp(d.name, "off") == 0 ||
+            strcmp(d.name, "auto") == 0)
+            return -EINVAL;
+        text += len;
+        if (*text == ':') {
+            size_t digits = strspn(++text, "0123456789");
+            long long port;
+            char buf[4];
+
+            if (!digits || digits >= sizeof(buf))
+                return -EINVAL;
+            memcpy(buf, text, digits);
+            buf[digits] = 0;
+            if (parse_number(buf, 0, &port) || port < 1 || port > 255)
+                return -EINVAL;
+            d.port = (uint8_t)port;
+            text += digits;
+        }
+        if (*text && *text != ',')
+            return -EINVAL;
+        for (int i = 0; i < n; i++)
+            if (seen[i].port == d.port && strcmp(seen[i].name, d.name) == 0)
+                return -EINVAL;
+        seen[n] = d;
+        if (out && (unsigned)n < max)
+            out[n] = d;
+        n++;
+        if (*text && !*++text)
+            return -EINVAL; /* a trailing comma */
+    }
+    return n ? n : -EINVAL;
+}
+
+/* Which of off, auto and a device list text is; -1: none. */
+static int
+rails_kind(const char *text)
+{
+    if (strcmp(text, "off") == 0)
+        return GFR_RAILS_OFF;
+    if (strcmp(text, "auto") == 0)
+        return GFR_RAILS_AUTO;
+    return parse_rail_devices(text, NULL, 0) > 0 ? GFR_RAILS_DEVICES : -1;
+}
+
+enum gfr_rails
+gfr_rdma_opts_rails(const struct gfr_rdma_opts *opts)
+{
+    int kind;
+
+    if (!opts || memchr(opts->rails, 0, sizeof(opts->rails)) == NULL)
+        return GFR_RAILS_OFF;
+    kind = rails_kind(opts->rails);
+    return kind < 0 ? GFR_RAILS_OFF : (enum gfr_rails)kind;
+}
+
+int
+gfr_rdma_opts_rail_devices(const struct gfr_rdma_opts *opts, struct gfr_rail_device *out,
+                           unsigned max)
+{
+    if (!opts || memchr(opts->rails, 0, sizeof(opts->rails)) == NULL)
+        return -EINVAL;
+    switch (rails_kind(opts->rails)) {
+    case GFR_RAILS_OFF:
+    case GFR_RAILS_AUTO:
+        return 0;
+    case GFR_RAILS_DEVICES:
+        return parse_rail_devices(opts->rails, out, max);
+    }
+    return -EINVAL;
+}
+
 static const struct opt_desc *
 find(const char *key)
 {
@@ -274,6 +363,7 @@ gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
         return 0;
     case GFR_OPT_NAME:
     case GFR_OPT_ADDRESSES:
+    case GFR_OPT_RAILS:
         if (!value || strlen(value) >= d->width)
             return explain(why, why_len, "%s: %s of at most %zu characters", o->key,
                            o->kind == GFR_OPT_NAME ? "a device name" : "a list", d->width - 1);
@@ -282,6 +372,11 @@ gfr_rdma_opts_set(struct gfr_rdma_opts *opts, const char *key,
                            "%s: '%s' is not a comma-separated list of at most %d numeric "
                            "IPv4 or IPv6 addresses",
                            o->key, value, GFR_RDMA_MAX_RAIL_ADDRS);
+        if (o->kind == GFR_OPT_RAILS && rails_kind(value) < 0)
+            return explain(why, why_len,
+                           "%s: '%s' is not off, auto, or a comma-separated list of at most "
+                           "%d device ports DEV[:PORT] (port 1 to 255, each named once)",
+                           o->key, value, GFR_RDMA_MAX_RAIL_DEVICES);
         /* zeroed first: the engine-wide comparison compares whole fields */
         memset((char *)opts + d->offset, 0, d->width);
         strcpy((char *)opts + d->offset, value);
@@ -318,6 +413,11 @@ gfr_rdma_opts_check(const struct gfr_rdma_opts *opts, char *why, size_t why_len)
             if (gfr_rdma_opts_rail_addresses(opts, NULL, 0) < 0)
                 return explain(why, why_len, "%s is not a list of at most %d addresses",
                                d->info.key, GFR_RDMA_MAX_RAIL_ADDRS);
+        } else if (d->info.kind == GFR_OPT_RAILS) {
+            if (gfr_rdma_opts_rail_devices(opts, NULL, 0) < 0)
+                return explain(why, why_len,
+                               "%s is not off, auto, or a list of at most %d device ports",
+                               d->info.key, GFR_RDMA_MAX_RAIL_DEVICES);
         } else if (is_number(d)) {
             v = load(d, opts);
             if (v < d->info.min || v > d->info.max)

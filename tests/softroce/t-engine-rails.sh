@@ -5,10 +5,14 @@
 # bundle, and 2,000 requests with replies (up to 256 KiB, so that replies
 # are RDMA-written into offered buffers and requests pulled) are each
 # checked byte by byte.  Checked: both rails carry calls, on their own
-# devices, and each rail's veth pair carries its traffic; a server
-# without rail addresses keeps the client on one rail, and says so; a
-# server bound to one address names the rail address it cannot serve,
-# and the client goes on without the refused rail.
+# devices, and each rail's veth pair carries its traffic; with rails
+# naming the device ports (rails=DEV[:PORT],...) on both sides, the same
+# two rails, each port named in the log with its interface; a client
+# naming one usable port and one that does not exist joins no rail where
+# no named port is on the path's subnet, and says why; a server without
+# rail addresses keeps the client on one rail, and says so; a server
+# bound to one address names the rail address it cannot serve, and the
+# client goes on without the refused rail.
 set -u
 . "$(dirname "$0")/fabric-lib.sh"
 prog=${GFR_BUILDDIR:?}/tests/softroce/engine-test
@@ -36,6 +40,33 @@ for i in 0 1 2 3; do
 	[ "${tx[i]}" -ge 500 ] || fail "veth$i sent ${tx[i]} packets: its rail carried no share"
 done
 echo "t-engine-rails: two rails: rail 0 sent $rail0 messages, rail 1 $rail1; veth0..3 sent ${tx[*]} packets"
+
+# rails naming the device ports: the same two rails, each from its port.
+run_pair t-engine-rails 300 "$prog" server 0.0.0.0 20123 -r -o "rails=$fabric_dev0:1,$fabric_dev2" -o "$offer" -- \
+	"$prog" client "$GFR_SERVER_ADDR" 20123 "$GFR_CLIENT_ADDR" -r -n 400 -b 16 -s 65536 \
+	-o "rails=$fabric_dev1,$fabric_dev3:1" || fail "the calls over two named rails failed"
+grep -q "ended with" "$pair_dir/client" && fail "requests over named rails ended with an error"
+grep -q "rails: $fabric_dev3:1 is on veth3, $GFR_CLIENT_ADDR2/" "$pair_dir/client" ||
+	fail "the client did not name its second port's interface and address"
+grep -q "rails: $fabric_dev2:1 is on veth2, $GFR_SERVER_ADDR2/" "$pair_dir/server" ||
+	fail "the server did not name its second port's interface and address"
+grep -q "rail 0 on $fabric_dev1 to [^ ]*: [1-9][0-9]* sent" "$pair_dir/client" &&
+	grep -q "rail 1 on $fabric_dev3 to [^ ]*: [1-9][0-9]* sent" "$pair_dir/client" ||
+	fail "the named rails are not rail 0 on $fabric_dev1 and rail 1 on $fabric_dev3, each carrying calls"
+echo "t-engine-rails: rails=$fabric_dev1,$fabric_dev3:1: two rails, each port named with its address"
+
+# One usable port and one that does not exist: the path to the second
+# rail address has no named port on its subnet, so no rail joins there,
+# and the log says why; the calls go on over the lead.
+run_pair t-engine-rails 120 "$prog" server 0.0.0.0 20124 -r -o rails=auto -o "$offer" -- \
+	"$prog" client "$GFR_SERVER_ADDR" 20124 "$GFR_CLIENT_ADDR" -r -n 200 -b 16 -s 65536 \
+	-o "rails=$fabric_dev1,gfrnosuch9:2" || fail "the calls with one usable named port failed"
+grep -q "rails: gfrnosuch9:2 can carry no rail: no RDMA device gfrnosuch9" "$pair_dir/client" ||
+	fail "the client did not say that the port it names does not exist"
+grep -q "rails $fabric_dev1:1, gfrnosuch9:2: none has an address on the subnet of $GFR_SERVER_ADDR2" "$pair_dir/client" ||
+	fail "the client did not say why it joins no rail to $GFR_SERVER_ADDR2"
+grep -q "rail 1 on" "$pair_dir/client" && fail "a rail joined from a port that rails does not name"
+echo "t-engine-rails: rails=$fabric_dev1,gfrnosuch9:2: one rail, the missing port and the unjoined path named"
 
 run_pair t-engine-rails 120 "$prog" server 0.0.0.0 20121 -r -o rails=auto -- \
 	"$prog" client "$GFR_SERVER_ADDR" 20121 "$GFR_CLIENT_ADDR" -r -n 200 -b 16 -s 65536 \

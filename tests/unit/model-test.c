@@ -850,7 +850,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
      * rail): the server listens on every address and offers both, and the
      * fault may hit either rail's devices; drawn apart from the stream. */
     if (mix(seed, 1) % 8 < 3) {
-        opts.rails = GFR_RAILS_AUTO;
+        assert_int_equal(gfr_rdma_opts_set(&opts, "rails", "auto", NULL, 0), 0);
         run->rails = 1;
         assert_int_equal(gfr_rdma_opts_set(&opts, "rail-addresses", "10.0.0.1,10.0.1.1",
                                            NULL, 0), 0);
@@ -872,7 +872,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     model_addr(0, PORT, &srv_addr);
     model_addr(1, 0, &cli_addr);
     listen_addr = srv_addr;
-    if (opts.rails == GFR_RAILS_AUTO) /* rails join on the second address */
+    if (gfr_rdma_opts_rails(&opts) == GFR_RAILS_AUTO) /* rails join on the second address */
         listen_addr.sin_addr.s_addr = htonl(INADDR_ANY);
     conn_opts(&opts, seed, 0, &listener_opts);
     assert_int_equal(gfr_rdma_listen(server, (struct sockaddr *)&listen_addr, 16,
@@ -901,7 +901,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
     if (wait_for(run, all_set_up) != 0)
         problem(run, "connections not set up within %d ms", WAIT_MS);
     pthread_mutex_unlock(&run->lock);
-    if (opts.rails == GFR_RAILS_AUTO)
+    if (gfr_rdma_opts_rails(&opts) == GFR_RAILS_AUTO)
         wait_for_rails(run, client);
     stalls_before = stall_ends_now();
     if (run->stall && run->railed)
@@ -967,7 +967,7 @@ run_seed(enum model_profile profile, uint64_t seed, unsigned faults_seen[MODEL_N
                       model_profile_name(profile), (unsigned long long)seed,
                       model_fault_name(plan.fault), plan.at_post, plan.host,
                       faulted ? "injected" : "not reached", run->nclients,
-                      opts.rails == GFR_RAILS_AUTO ? " over two rails" : "", run->nreqs,
+                      gfr_rdma_opts_rails(&opts) == GFR_RAILS_AUTO ? " over two rails" : "", run->nreqs,
                       opts.receive_queue == GFR_RQ_SRQ ? "srq" : "per-connection",
                       listener_opts.credits, listener_opts.rdma_depth, listener_opts.inline_max);
         if (run->nproblems)

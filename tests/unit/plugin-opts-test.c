@@ -109,7 +109,8 @@ type_for(enum gfr_rdma_opt_kind kind)
     case GFR_OPT_INT: return GF_OPTION_TYPE_INT;
     case GFR_OPT_CHOICE:
     case GFR_OPT_NAME:
-    case GFR_OPT_ADDRESSES: return GF_OPTION_TYPE_STR;
+    case GFR_OPT_ADDRESSES:
+    case GFR_OPT_RAILS: return GF_OPTION_TYPE_STR;
     }
     return GF_OPTION_TYPE_ANY;
 }

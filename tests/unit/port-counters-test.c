@@ -17,22 +17,11 @@
 
 #include <cmocka.h>
 
+#include "test-sh.h"
+
 #include "gfr_port_counters.h"
 
 static char root[64];
-
-/* Runs a shell command made from fmt: its exit status. */
-static int
-sh(const char *fmt, ...)
-{
-    char cmd[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    return system(cmd);
-}
 
 /* A made-up sysfs: rxe0 with counters on two ports (one file no number)
  * and a third port with none, siw0 with none at all. */
@@ -46,7 +35,7 @@ setup(void **state)
     if (!mkdtemp(root))
         return -1;
     ib = "class/infiniband";
-    return sh("cd %s && mkdir -p %s/rxe0/ports/1/hw_counters %s/rxe0/ports/2/hw_counters "
+    return test_sh("cd %s && mkdir -p %s/rxe0/ports/1/hw_counters %s/rxe0/ports/2/hw_counters "
               "%s/rxe0/ports/10 %s/siw0/ports/1 && cd %s/rxe0/ports/1/hw_counters && "
               "echo 12 >sent_pkts && echo 7 >rcvd_pkts && echo 0 >retry_exceeded_err && "
               "echo 10 >lifespan && echo N/A >not_a_number && echo 1 >../../2/hw_counters/sent_pkts",
@@ -57,7 +46,7 @@ static int
 teardown(void **state)
 {
     (void)state;
-    return sh("rm -rf %s", root);
+    return test_sh("rm -rf %s", root);
 }
 
 static void

@@ -190,7 +190,8 @@ test_set_and_check_follow_the_table_ranges(void **state)
     size_t n = 0;
 
     for (size_t i = 0; (info = gfr_rdma_opt_info(i)); i++) {
-        if (info->kind == GFR_OPT_NAME || info->kind == GFR_OPT_ADDRESSES)
+        if (info->kind == GFR_OPT_NAME || info->kind == GFR_OPT_ADDRESSES ||
+            info->kind == GFR_OPT_RAILS)
             continue;
         if (info->kind == GFR_OPT_CHOICE) {
             long long nchoices = 0;
@@ -226,7 +227,7 @@ test_set_and_check_follow_the_table_ranges(void **state)
         }
         n++;
     }
-    assert_int_equal(n, 23);
+    assert_int_equal(n, 22); /* every option but device, rail-addresses and rails */
 }
 
 /* A valid value of info's option other than its default, as text. */
@@ -237,6 +238,8 @@ another_value(const struct gfr_rdma_opt_info *info, char *text, size_t len)
         snprintf(text, len, "mlx5_0");
     else if (info->kind == GFR_OPT_ADDRESSES)
         snprintf(text, len, "10.0.0.1");
+    else if (info->kind == GFR_OPT_RAILS)
+        snprintf(text, len, "auto");
     else if (info->kind == GFR_OPT_CHOICE)
         snprintf(text, len, "%s",
                  strcmp(info->choices[0], info->default_value) ? info->choices[0]
@@ -302,7 +305,7 @@ test_rail_addresses_parse(void **state)
 
     (void)state;
     gfr_rdma_opts_init(&o);
-    assert_int_equal(o.rails, GFR_RAILS_OFF);
+    assert_int_equal(gfr_rdma_opts_rails(&o), GFR_RAILS_OFF);
     assert_int_equal(gfr_rdma_opts_rail_addresses(&o, got, 4), 0);
     assert_int_equal(gfr_rdma_opts_set(&o, "rail-addresses", "10.99.0.2,fd00::2", why,
                                        sizeof(why)), 0);
@@ -326,6 +329,60 @@ test_rail_addresses_parse(void **state)
     assert_null(gfr_rdma_opts_engine_conflict(&fresh, &o));
 }
 
+/* rails: off, auto, or at most four device ports DEV[:PORT], each once,
+ * the port 1 when left out; a refusal says what the option takes and
+ * leaves the options as they were. */
+static void
+test_rail_devices_parse(void **state)
+{
+    static const char *const bad[] = {
+        "", "on", "rxe0,", ",rxe0", "rxe0,,rxe2", "rxe0:", "rxe0:0", "rxe0:256", "rxe0:1:2",
+        "rxe0:x", "rxe 0", "rxe0;rxe2", "rxe0,rxe0:1", "a,b,c,d,e", "mlx5_0:+1", "rxe0,auto",
+    };
+    struct gfr_rail_device got[GFR_RDMA_MAX_RAIL_DEVICES];
+    struct gfr_rdma_opts o;
+    char why[240];
+
+    (void)state;
+    gfr_rdma_opts_init(&o);
+    assert_int_equal(gfr_rdma_opts_rail_devices(&o, got, 4), 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "rails", "auto", why, sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_rails(&o), GFR_RAILS_AUTO);
+    assert_int_equal(gfr_rdma_opts_rail_devices(&o, got, 4), 0);
+    assert_int_equal(gfr_rdma_opts_set(&o, "rails", "mlx5_0:2,rxe-1.a,rxe0:1,mlx5_0:1", why,
+                                       sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_rails(&o), GFR_RAILS_DEVICES);
+    assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), 0);
+    assert_int_equal(gfr_rdma_opts_rail_devices(&o, got, 4), 4);
+    assert_string_equal(got[0].name, "mlx5_0");
+    assert_int_equal(got[0].port, 2);
+    assert_string_equal(got[1].name, "rxe-1.a");
+    assert_int_equal(got[1].port, 1);
+    assert_string_equal(got[2].name, "rxe0");
+    assert_int_equal(got[2].port, 1);
+    assert_int_equal(got[3].port, 1);
+    /* fewer room than ports: how many there are, the first ones filled */
+    memset(got, 0, sizeof(got));
+    assert_int_equal(gfr_rdma_opts_rail_devices(&o, got, 1), 4);
+    assert_string_equal(got[0].name, "mlx5_0");
+    assert_int_equal(got[1].port, 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct gfr_rdma_opts before = o;
+
+        if (gfr_rdma_opts_set(&o, "rails", bad[i], why, sizeof(why)) != -EINVAL)
+            fail_msg("rails '%s' was taken", bad[i]);
+        assert_non_null(strstr(why, "rails: '"));
+        assert_non_null(strstr(why, "DEV[:PORT]"));
+        assert_memory_equal(&o, &before, sizeof(o));
+    }
+    /* text written into the struct directly is checked too, and reads as off */
+    snprintf(o.rails, sizeof(o.rails), "rxe0:0");
+    assert_int_equal(gfr_rdma_opts_check(&o, why, sizeof(why)), -EINVAL);
+    assert_true(strncmp(why, "rails", 5) == 0);
+    assert_int_equal(gfr_rdma_opts_rails(&o), GFR_RAILS_OFF);
+    assert_int_equal(gfr_rdma_opts_rail_devices(&o, got, 4), -EINVAL);
+}
+
 int
 main(void)
 {
@@ -337,6 +394,7 @@ main(void)
         cmocka_unit_test(test_set_and_check_follow_the_table_ranges),
         cmocka_unit_test(test_engine_conflicts_follow_the_scopes),
         cmocka_unit_test(test_rail_addresses_parse),
+        cmocka_unit_test(test_rail_devices_parse),
     };
 
     return cmocka_run_group_tests_name("rdma-opts", tests, NULL, NULL);

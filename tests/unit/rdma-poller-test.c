@@ -338,7 +338,8 @@ engine_init(enum gfr_poll_mode mode, unsigned spin_us, enum gfr_rails rails)
     engine.opts.poll_mode = mode;
     engine.opts.spin_us = spin_us;
     engine.opts.spin_max_us = spin_us;
-    engine.opts.rails = rails;
+    assert_int_equal(gfr_rdma_opts_set(&engine.opts, "rails",
+                                       rails == GFR_RAILS_OFF ? "off" : "auto", NULL, 0), 0);
     engine.on_wc = on_wc;
     engine.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&engine.lock, NULL);
