@@ -420,12 +420,20 @@ gfr_rdma_rx_accept_locked(struct gfr_rdma_conn *conn, const struct gfr_wire_msg 
     default: /* GFR_WIRE_MSG */
         /* Calls are tagged for rails (AWAITS_REPLY, RESEND, the mark in
          * written) only between the rails of a bundle both ends agreed
-         * on: a peer tagging elsewhere sends what an older peer refuses
-         * (docs/wire-protocol.md), so this side refuses it too. */
-        if (!conn->bundle && (hdr->written || (hdr->flags & (GFR_WIRE_F_AWAITS_REPLY |
-                                                             GFR_WIRE_F_RESEND)))) {
-            *reason = "a call tagged for rails on a connection that is no rail of a bundle";
-            return -EPROTO;
+         * on, and only by the client, whose calls the server's table
+         * keeps: a peer tagging elsewhere sends what an older peer
+         * refuses (docs/wire-protocol.md), so this side refuses it too.
+         * (A client's bundle the server did not take, an older server's,
+         * is thus covered without reading the bundle.) */
+        if (hdr->written || (hdr->flags & (GFR_WIRE_F_AWAITS_REPLY | GFR_WIRE_F_RESEND))) {
+            if (!conn->bundle) {
+                *reason = "a call tagged for rails on a connection that is no rail of a bundle";
+                return -EPROTO;
+            }
+            if (!conn->is_server) {
+                *reason = "a call tagged for rails from a server (only clients tag calls)";
+                return -EPROTO;
+            }
         }
         if (hdr->n_write) {
             err = gfr_rdma_peer_wl_add_locked(conn, msg);

@@ -173,7 +173,8 @@ test_request_xid_with_write_list_may_not_repeat(void **state)
 
 /* A call tagged for rails (AWAITS_REPLY, RESEND, a mark in written) is a
  * violation on a connection that is no rail of a bundle, as it is for an
- * older peer, which knows no tags; between rails it is a call. */
+ * older peer, which knows no tags, and from a server, which never tags;
+ * from a client to a server's rail it is a call. */
 static void
 test_a_call_tagged_for_rails_needs_a_bundle(void **state)
 {
@@ -200,6 +201,10 @@ test_a_call_tagged_for_rails_needs_a_bundle(void **state)
     conn->bundle = (struct gfr_rdma_bundle *)&rail; /* only its presence is read */
     msg.hdr.flags = GFR_WIRE_F_AWAITS_REPLY;
     msg.hdr.written = 4;
+    conn->is_server = 0; /* a client's rail: the server sent it */
+    assert_int_equal(check(conn, &msg, &plan, &reason), -EPROTO);
+    assert_string_equal(reason, "a call tagged for rails from a server (only clients tag calls)");
+    conn->is_server = 1;
     assert_int_equal(check(conn, &msg, &plan, &reason), 0);
     conn->bundle = NULL;
     free_conn(conn);
