@@ -378,6 +378,17 @@ struct gfr_rdma_poller_info {
     uint64_t lead_ns;        /* how long before a reply's earliest arrival they end */
 };
 
+/* A device port transport.rdma.rails = DEV[:PORT],... names, as the
+ * snapshot found it (gfr_rail_ports.h). */
+struct gfr_rdma_rail_port_info {
+    char device[64];
+    unsigned port;
+    int up;                         /* active, on an interface with an address */
+    char netdev[16];                /* its interface, "" when none was found */
+    char address[GFR_RDMA_ADDR_STR]; /* up: its interface's first address, "ADDR/PREFIX" */
+    char why[160];                  /* not up: what it lacks */
+};
+
 /* What gfr_rdma_snapshot saw.  Owned by the caller: gfr_rdma_snapshot_free. */
 struct gfr_rdma_snapshot {
     const char *poll_mode;
@@ -389,11 +400,16 @@ struct gfr_rdma_snapshot {
     struct gfr_rdma_poller_info *pollers;
     uint64_t untraced;       /* calls whose stamps another call's took */
     struct gfr_hist stage[GFR_STAGE_COUNT];
+    /* rails = DEV[:PORT],...: each named port, read at the snapshot; 0
+     * with rails off or auto. */
+    unsigned nrail_ports;
+    struct gfr_rdma_rail_port_info rail_ports[GFR_RDMA_MAX_RAIL_DEVICES];
 };
 
 /*
- * Takes a snapshot of an engine: its live connections, its pollers and the
- * stage histograms.  It holds the engine's lock while it walks the
+ * Takes a snapshot of an engine: its live connections, its pollers, the
+ * stage histograms, and the device ports rails names (read from sysfs
+ * and the interfaces' addresses, outside every lock).  It holds the engine's lock while it walks the
  * connections (the CM thread waits meanwhile) and each connection's lock
  * for the copy of its counters (a few hundred bytes); pollers, pool
  * workers and submitters never wait for it otherwise.  Any thread but an

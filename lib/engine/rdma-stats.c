@@ -17,6 +17,8 @@
 
 #include "gfr_addr.h"
 #include "gfr_clock.h"
+#include "gfr_port_counters.h"
+#include "gfr_rail_ports.h"
 #include "engine-conn.h"
 
 /* "HOST:PORT" ("[HOST]:PORT" for IPv6), "" for no address. */
@@ -111,6 +113,37 @@ poller_info(const struct gfr_rdma_poller *p, struct gfr_rdma_poller_info *info,
     info->alive_ns = p->started_ns && now > p->started_ns ? now - p->started_ns : 0;
 }
 
+/* The device ports rails names, as they are now. */
+static void
+rail_ports_info(const struct gfr_rdma_opts *opts, struct gfr_rdma_snapshot *snap)
+{
+    struct gfr_rail_port ports[GFR_RDMA_MAX_RAIL_DEVICES];
+    int n = gfr_rail_ports_read(gfr_sysfs_root(), opts, ports, GFR_RDMA_MAX_RAIL_DEVICES);
+
+    for (int i = 0; i < n; i++) {
+        struct gfr_rdma_rail_port_info *info = &snap->rail_ports[i];
+        char host[INET6_ADDRSTRLEN];
+        unsigned port;
+
+        _Static_assert(sizeof(info->device) == sizeof(ports[i].dev.name) &&
+                           sizeof(info->netdev) == sizeof(ports[i].netdev) &&
+                           sizeof(info->why) == sizeof(ports[i].why),
+                       "a rail port's names are copied whole");
+        memcpy(info->device, ports[i].dev.name, sizeof(info->device));
+        memcpy(info->netdev, ports[i].netdev, sizeof(info->netdev));
+        info->port = ports[i].dev.port;
+        info->up = ports[i].usable;
+        if (ports[i].usable) {
+            gfr_addr_host_port((const struct sockaddr *)&ports[i].addrs[0].addr, host, &port);
+            snprintf(info->address, sizeof(info->address), "%s/%u", host,
+                     ports[i].addrs[0].prefix);
+        } else {
+            memcpy(info->why, ports[i].why, sizeof(info->why));
+        }
+    }
+    snap->nrail_ports = n > 0 ? (unsigned)n : 0;
+}
+
 int
 gfr_rdma_snapshot(struct gfr_rdma *engine, struct gfr_rdma_snapshot **snapp)
 {
@@ -150,6 +183,7 @@ gfr_rdma_snapshot(struct gfr_rdma *engine, struct gfr_rdma_snapshot **snapp)
                 poller_info(&dev->pollers[i], &snap->pollers[snap->npollers++], now);
     pthread_mutex_unlock(&engine->lock);
 
+    rail_ports_info(&engine->opts, snap);
     snap->untraced = uatomic_read(&engine->untraced);
     for (int s = 0; s < GFR_STAGE_COUNT; s++)
         gfr_hist_snapshot(&engine->stage[s], &snap->stage[s]);

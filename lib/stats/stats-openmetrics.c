@@ -376,6 +376,19 @@ engine_families(FILE *out, const struct gfr_stats_view *v)
         put_label(out, "dispatch", s->dispatch);
         fprintf(out, ",latency_stats=\"%s\"} 1\n", s->latency_stats ? "on" : "off");
     }
+    put_family(out, "rail_port_up", "gauge", NULL,
+               "Multi-rail: a device port transport.rdma.rails names, 1 when it can carry a "
+               "rail (active, on an interface with an address).");
+    for (unsigned e = 0; e < v->nengines; e++)
+        for (unsigned i = 0; i < v->engines[e]->nrail_ports; i++) {
+            const struct gfr_rdma_rail_port_info *r = &v->engines[e]->rail_ports[i];
+
+            fputs(PREFIX "rail_port_up{", out);
+            put_process_labels(out, v);
+            fprintf(out, ",engine=\"%u\"", e);
+            put_label(out, "device", r->device);
+            fprintf(out, ",port=\"%u\"} %d\n", r->port, r->up);
+        }
     put_family(out, "untraced_calls", "counter", NULL,
                "Calls whose stage stamps another call's took.");
     for (unsigned e = 0; e < v->nengines; e++) {

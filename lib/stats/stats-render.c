@@ -121,7 +121,24 @@ json_engine(FILE *out, const struct gfr_rdma_snapshot *e)
         fputs(i ? "," : "", out);
         json_poller(out, &e->pollers[i]);
     }
-    fprintf(out, "],\"untraced_calls\":%" PRIu64 ",\"stages\":[", e->untraced);
+    fputc(']', out);
+    if (e->nrail_ports) { /* rails = DEV[:PORT],... only: otherwise as before */
+        fputs(",\"rail_ports\":[", out);
+        for (unsigned i = 0; i < e->nrail_ports; i++) {
+            const struct gfr_rdma_rail_port_info *r = &e->rail_ports[i];
+
+            fprintf(out, "%s{\"device\":", i ? "," : "");
+            json_str(out, r->device);
+            fprintf(out, ",\"port\":%u,\"state\":\"%s\",\"netdev\":", r->port,
+                    r->up ? "up" : "down");
+            json_str(out, r->netdev);
+            fputs(r->up ? ",\"address\":" : ",\"why\":", out);
+            json_str(out, r->up ? r->address : r->why);
+            fputc('}', out);
+        }
+        fputc(']', out);
+    }
+    fprintf(out, ",\"untraced_calls\":%" PRIu64 ",\"stages\":[", e->untraced);
     for (int s = 0; s < GFR_STAGE_COUNT; s++) {
         fprintf(out, "%s{\"name\":\"%s\",\"about\":", s ? "," : "", gfr_rdma_stage_name(s));
         json_str(out, gfr_rdma_stage_about(s));
@@ -203,6 +220,16 @@ table_engine(FILE *out, unsigned n, const struct gfr_rdma_snapshot *e)
 {
     fprintf(out, "\nengine %u: poll-mode %s, dispatch %s, latency-stats %s\n", n, e->poll_mode,
             e->dispatch, e->latency_stats ? "on" : "off");
+    if (e->nrail_ports)
+        fprintf(out, "\nrail ports (transport.rdma.rails): %u\n", e->nrail_ports);
+    for (unsigned i = 0; i < e->nrail_ports; i++) {
+        const struct gfr_rdma_rail_port_info *r = &e->rail_ports[i];
+
+        if (r->up)
+            fprintf(out, "  %s:%u up, on %s, %s\n", r->device, r->port, r->netdev, r->address);
+        else
+            fprintf(out, "  %s:%u down: %s\n", r->device, r->port, r->why);
+    }
     fprintf(out, "\nconnections: %u\n", e->nconns);
     if (e->nconns)
         fprintf(out, "  %-24s %-24s %-6s %-12s %-14s %6s %10s %10s %12s %12s %7s %7s %6s %9s %6s\n",

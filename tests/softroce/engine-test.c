@@ -584,7 +584,8 @@ send_burst(struct peer *peer, uint8_t *buf, size_t max, unsigned long first,
 }
 
 /* The rails of each bundle (transport.rdma.rails), one line each: the
- * split t-engine-rails.sh checks against the veth counters. */
+ * split t-engine-rails.sh checks against the veth counters; then the
+ * device ports rails names, as gfr-stat shows them. */
 static void
 print_rails(struct gfr_rdma *engine, const char *side)
 {
@@ -602,6 +603,16 @@ print_rails(struct gfr_rdma *engine, const char *side)
                side, c->bundle, c->rail, c->device, c->peer, c->stats.sent,
                c->stats.received, c->stats.bytes_sent, c->stats.bytes_received,
                c->stats.bulk_pushed, c->stats.bulk_pulled);
+    }
+    for (unsigned i = 0; i < snap->nrail_ports; i++) {
+        const struct gfr_rdma_rail_port_info *r = &snap->rail_ports[i];
+
+        if (r->up)
+            printf("engine-test: %s: rail port %s:%u up, %s, %s\n", side, r->device, r->port,
+                   r->netdev, r->address);
+        else
+            printf("engine-test: %s: rail port %s:%u down: %s\n", side, r->device, r->port,
+                   r->why);
     }
     gfr_rdma_snapshot_free(snap);
 }

@@ -66,6 +66,9 @@ grep -q "rails: gfrnosuch9:2 can carry no rail: no RDMA device gfrnosuch9" "$pai
 grep -q "rails $fabric_dev1:1, gfrnosuch9:2: none has an address on the subnet of $GFR_SERVER_ADDR2" "$pair_dir/client" ||
 	fail "the client did not say why it joins no rail to $GFR_SERVER_ADDR2"
 grep -q "rail 1 on" "$pair_dir/client" && fail "a rail joined from a port that rails does not name"
+grep -q "client: rail port $fabric_dev1:1 up, veth1" "$pair_dir/client" &&
+	grep -q "client: rail port gfrnosuch9:2 down: no RDMA device gfrnosuch9" "$pair_dir/client" ||
+	fail "the snapshot (gfr-stat) does not show each named port's state"
 echo "t-engine-rails: rails=$fabric_dev1,gfrnosuch9:2: one rail, the missing port and the unjoined path named"
 
 run_pair t-engine-rails 120 "$prog" server 0.0.0.0 20121 -r -o rails=auto -- \

@@ -360,6 +360,54 @@ test_a_rail_names_its_bundle(void **state)
     rendered_free(&r);
 }
 
+/* The device ports rails = DEV[:PORT],... names: each with its state, and
+ * its interface and address or what it lacks, in every format; an engine
+ * without them reads as before. */
+static void
+test_named_rail_ports_show_up_or_why_not(void **state)
+{
+    struct known *k = known_view();
+    struct rendered r;
+    char *out;
+
+    (void)state;
+    out = python_on(gfr_stats_render_json, &k->view,
+                    "import json, sys\n"
+                    "print(\"rail_ports\" in json.load(open(sys.argv[1]))[\"engines\"][0])\n");
+    assert_string_equal(out, "False\n");
+    free(out);
+    k->snap.nrail_ports = 2;
+    k->snap.rail_ports[0] = (struct gfr_rdma_rail_port_info){
+        .device = "rxe1", .port = 1, .up = 1, .netdev = "veth1", .address = "10.99.0.2/24"};
+    k->snap.rail_ports[1] = (struct gfr_rdma_rail_port_info){
+        .device = "mlx5_1", .port = 2, .why = "port 2 of mlx5_1 is \"DOWN\""};
+    out = python_on(gfr_stats_render_json, &k->view,
+                    "import json, sys\n"
+                    "r = json.load(open(sys.argv[1]))[\"engines\"][0][\"rail_ports\"]\n"
+                    "print(len(r), r[0][\"device\"], r[0][\"port\"], r[0][\"state\"], "
+                    "r[0][\"netdev\"], r[0][\"address\"], \"why\" in r[0])\n"
+                    "print(r[1][\"device\"], r[1][\"port\"], r[1][\"state\"], "
+                    "len(r[1][\"netdev\"]), r[1][\"why\"], \"address\" in r[1])\n");
+    assert_string_equal(out, "2 rxe1 1 up veth1 10.99.0.2/24 False\n"
+                             "mlx5_1 2 down 0 port 2 of mlx5_1 is \"DOWN\" False\n");
+    free(out);
+    out = python_on(gfr_stats_render_table, &k->view,
+                    "import sys\n"
+                    "t = open(sys.argv[1]).read()\n"
+                    "print(\"rail ports (transport.rdma.rails): 2\\n\" in t,\n"
+                    "      \"  rxe1:1 up, on veth1, 10.99.0.2/24\\n\" in t,\n"
+                    "      \"  mlx5_1:2 down: port 2 of mlx5_1 is \\\"DOWN\\\"\\n\" in t)\n");
+    assert_string_equal(out, "True True True\n");
+    free(out);
+    render(&k->view, &r);
+    assert_int_equal(r.dump_status, 0);
+    assert_true(dumped(&r, "glusterfs_rdma_rail_port_up gauge - glusterfs_rdma_rail_port_up"
+                           "{device=rxe1,engine=0," PID ",port=1," PROC "} 1.0"));
+    assert_true(dumped(&r, "glusterfs_rdma_rail_port_up gauge - glusterfs_rdma_rail_port_up"
+                           "{device=mlx5_1,engine=0," PID ",port=2," PROC "} 0.0"));
+    rendered_free(&r);
+}
+
 static void
 test_no_engine_and_no_pool_is_still_openmetrics(void **state)
 {
@@ -403,6 +451,7 @@ main(void)
         cmocka_unit_test(test_the_json_parses_with_its_values),
         cmocka_unit_test(test_the_table_shows_the_same_numbers),
         cmocka_unit_test(test_a_rail_names_its_bundle),
+        cmocka_unit_test(test_named_rail_ports_show_up_or_why_not),
         cmocka_unit_test(test_no_engine_and_no_pool_is_still_openmetrics),
         cmocka_unit_test(test_the_checker_refuses_what_is_not_openmetrics),
     };
