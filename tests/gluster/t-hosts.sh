@@ -20,6 +20,10 @@ mkdir -p "$run"
 # the peer's bricks need trusted.* xattrs: the VM's tmpfs, not 9p's /var/tmp
 peer_bricks=$GFR_GLUSTER_RUN/peer
 trap 'rm -rf "$run" "$peer_bricks"' EXIT
+# A run over its time limit (run-suite's timeout sends TERM) shows how far
+# each comparison got before its output goes with $run.
+trap 'echo "t-hosts: terminated after $SECONDS s; the comparisons'"'"' output so far:";
+	tail -n 30 "$run"/gluster "$run"/perftest 2>/dev/null; exit 143' TERM
 hosts=(GFR_PEER=vm-peer GFR_PEER_RUN="sh -c" GFR_PEER_GLUSTER_RUN="$peer_bricks"
 	GFR_SERVER_ADDR=10.99.0.1 GFR_CLIENT_ADDR=10.99.0.2
 	GFR_SERVER_DEVICE=rxe0 GFR_CLIENT_DEVICE=rxe1 GFR_GID_INDEX=1 GFR_ROUNDS=2 GFR_ROUNDS_SEED=5)
@@ -42,6 +46,7 @@ paired() {
 env "${hosts[@]}" GFR_ROUNDS_WORKLOADS=turns,stream,verbs,idle \
 	"$top/perf/compare-gluster" --hosts "$GFR_BUILDDIR" >"$run/gluster" 2>&1 ||
 	{ cat "$run/gluster"; fail "compare-gluster --hosts failed"; }
+echo "t-hosts: compare-gluster --hosts took $SECONDS s"
 expect "compare-gluster --hosts" "$run/gluster" \
 	"^== GlusterFS over tcp and over rdma, hosts .* \(rxe1\) -> vm-peer \(rxe0\)" "does not name the hosts"
 paired "compare-gluster --hosts" "$run/gluster" read4k_turns_p50 read4k_stream_p50 cpu_per_read4k
@@ -52,6 +57,7 @@ expect "compare-gluster --hosts" "$run/gluster" "^verdict idle_cpu_pct (PASS|FAI
 
 env "${hosts[@]}" "$top/perf/compare-perftest" --hosts "$GFR_BUILDDIR" >"$run/perftest" 2>&1 ||
 	{ cat "$run/perftest"; fail "compare-perftest --hosts failed"; }
+echo "t-hosts: compare-perftest --hosts done at $SECONDS s, $(grep -c 'did not calibrate' "$run/perftest") perftest run(s) made again"
 expect "compare-perftest --hosts" "$run/perftest" \
 	"^== perftest and gfr-perf across the fabric, hosts .* \(rxe1\) -> vm-peer \(rxe0\)" "does not name the hosts"
 expect "compare-perftest --hosts" "$run/perftest" "^fabric_check: rxe1 sent [0-9]+ packets" \
