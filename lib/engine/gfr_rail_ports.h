@@ -60,6 +60,9 @@ int gfr_rail_ports_source(const struct gfr_rail_port *ports, unsigned n,
 int gfr_rail_ports_own(const struct gfr_rail_port *ports, unsigned n,
                        const struct sockaddr *addr);
 
+/* A usable port's first address as "ADDR/PREFIX" into buf; buf. */
+const char *gfr_rail_port_address(const struct gfr_rail_port *port, char *buf, size_t len);
+
 /* "rxe1:1, rxe3:1" into buf, for log lines; buf. */
 const char *gfr_rail_ports_names(const struct gfr_rail_port *ports, unsigned n, char *buf,
                                  size_t len);

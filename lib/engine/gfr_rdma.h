@@ -408,12 +408,12 @@ struct gfr_rdma_snapshot {
 
 /*
  * Takes a snapshot of an engine: its live connections, its pollers, the
- * stage histograms, and the device ports rails names (read from sysfs
- * and the interfaces' addresses, outside every lock).  It holds the engine's lock while it walks the
- * connections (the CM thread waits meanwhile) and each connection's lock
- * for the copy of its counters (a few hundred bytes); pollers, pool
- * workers and submitters never wait for it otherwise.  Any thread but an
- * engine's own.  0, -ENOMEM or -EINVAL.
+ * stage histograms, and the device ports rails names (read from sysfs and
+ * the interfaces' addresses, outside every lock).  It holds the engine's
+ * lock while it walks the connections (the CM thread waits meanwhile) and
+ * each connection's lock for the copy of its counters (a few hundred
+ * bytes); pollers, pool workers and submitters never wait for it
+ * otherwise.  Any thread but an engine's own.  0, -ENOMEM or -EINVAL.
  */
 int gfr_rdma_snapshot(struct gfr_rdma *engine, struct gfr_rdma_snapshot **snap);
 void gfr_rdma_snapshot_free(struct gfr_rdma_snapshot *snap);

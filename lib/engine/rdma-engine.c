@@ -906,6 +906,13 @@ cm_main(void *arg)
     return NULL;
 }
 
+/* A port rails names that can carry no rail, and why. */
+static void
+log_unusable_port(const struct gfr_rail_port *p)
+{
+    gfr_rdma_log("rails: %s:%u can carry no rail: %s", p->dev.name, p->dev.port, p->why);
+}
+
 /*
  * rails = DEV[:PORT],...: each named port as the engine starts, where it
  * is or what it lacks (no such device, its port down, no interface, no
@@ -918,7 +925,7 @@ log_rail_ports(const struct gfr_rdma_opts *opts)
 {
     struct gfr_rail_port ports[GFR_RDMA_MAX_RAIL_DEVICES];
     struct sockaddr_storage addrs[GFR_RDMA_MAX_RAIL_ADDRS];
-    char host[INET6_ADDRSTRLEN];
+    char host[INET6_ADDRSTRLEN], address[GFR_RDMA_ADDR_STR];
     unsigned port;
     int n, naddrs;
 
@@ -934,13 +941,12 @@ log_rail_ports(const struct gfr_rdma_opts *opts)
         const struct gfr_rail_port *p = &ports[i];
 
         if (!p->usable) {
-            gfr_rdma_log("rails: %s:%u can carry no rail: %s", p->dev.name, p->dev.port,
-                         p->why);
+            log_unusable_port(p);
             continue;
         }
-        gfr_addr_host_port((const struct sockaddr *)&p->addrs[0].addr, host, &port);
-        gfr_rdma_log("rails: %s:%u is on %s, %s/%u%s", p->dev.name, p->dev.port, p->netdev,
-                     host, p->addrs[0].prefix, p->naddrs > 1 ? " and more" : "");
+        gfr_rdma_log("rails: %s:%u is on %s, %s%s", p->dev.name, p->dev.port, p->netdev,
+                     gfr_rail_port_address(p, address, sizeof(address)),
+                     p->naddrs > 1 ? " and more" : "");
     }
     naddrs = gfr_rdma_opts_rail_addresses(opts, addrs, GFR_RDMA_MAX_RAIL_ADDRS);
     for (int i = 0; i < naddrs; i++) {
@@ -1252,7 +1258,7 @@ rail_source(const struct gfr_rdma_opts *opts, const struct sockaddr *dst,
                      n < 0 ? " (the interfaces' addresses cannot be read)" : "");
         for (int i = 0; i < n; i++)
             if (!ports[i].usable)
-                gfr_rdma_log("rails: %s", ports[i].why);
+                log_unusable_port(&ports[i]);
     }
     return -ENOENT;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gfr_addr.h"
 #include "gfr_rail_ports.h"
 
 /* The first line of a sysfs file into buf, without its newline: 0 or -errno. */
@@ -227,6 +228,17 @@ gfr_rail_ports_own(const struct gfr_rail_port *ports, unsigned n, const struct s
                             UINT_MAX))
                 return 1;
     return 0;
+}
+
+const char *
+gfr_rail_port_address(const struct gfr_rail_port *port, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN];
+    unsigned ip_port;
+
+    gfr_addr_host_port((const struct sockaddr *)&port->addrs[0].addr, host, &ip_port);
+    snprintf(buf, len, "%s/%u", host, port->addrs[0].prefix);
+    return buf;
 }
 
 const char *

@@ -122,8 +122,6 @@ rail_ports_info(const struct gfr_rdma_opts *opts, struct gfr_rdma_snapshot *snap
 
     for (int i = 0; i < n; i++) {
         struct gfr_rdma_rail_port_info *info = &snap->rail_ports[i];
-        char host[INET6_ADDRSTRLEN];
-        unsigned port;
 
         _Static_assert(sizeof(info->device) == sizeof(ports[i].dev.name) &&
                            sizeof(info->netdev) == sizeof(ports[i].netdev) &&
@@ -133,13 +131,10 @@ rail_ports_info(const struct gfr_rdma_opts *opts, struct gfr_rdma_snapshot *snap
         memcpy(info->netdev, ports[i].netdev, sizeof(info->netdev));
         info->port = ports[i].dev.port;
         info->up = ports[i].usable;
-        if (ports[i].usable) {
-            gfr_addr_host_port((const struct sockaddr *)&ports[i].addrs[0].addr, host, &port);
-            snprintf(info->address, sizeof(info->address), "%s/%u", host,
-                     ports[i].addrs[0].prefix);
-        } else {
+        if (ports[i].usable)
+            gfr_rail_port_address(&ports[i], info->address, sizeof(info->address));
+        else
             memcpy(info->why, ports[i].why, sizeof(info->why));
-        }
     }
     snap->nrail_ports = n > 0 ? (unsigned)n : 0;
 }

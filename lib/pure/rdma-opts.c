@@ -300,14 +300,9 @@ gfr_rdma_opts_rail_devices(const struct gfr_rdma_opts *opts, struct gfr_rail_dev
 {
     if (!opts || memchr(opts->rails, 0, sizeof(opts->rails)) == NULL)
         return -EINVAL;
-    switch (rails_kind(opts->rails)) {
-    case GFR_RAILS_OFF:
-    case GFR_RAILS_AUTO:
+    if (strcmp(opts->rails, "off") == 0 || strcmp(opts->rails, "auto") == 0)
         return 0;
-    case GFR_RAILS_DEVICES:
-        return parse_rail_devices(opts->rails, out, max);
-    }
-    return -EINVAL;
+    return parse_rail_devices(opts->rails, out, max); /* refuses off and auto as names */
 }
 
 static const struct opt_desc *
