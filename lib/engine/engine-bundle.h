@@ -56,6 +56,13 @@ struct gfr_rdma_path {
  * ends its bundle. */
 #define GFR_BUNDLE_MAX_CALLS 65536
 
+/* A server keeps each reply that went out well until the client's mark
+ * passes it (docs/multi-rail.md, "Failover without loss"); past either
+ * bound the oldest are released, and a resend of one of their calls ends
+ * the bundle rather than run the call twice. */
+#define GFR_BUNDLE_KEPT_REPLIES 1024u
+#define GFR_BUNDLE_KEPT_REPLY_BYTES (64u << 20)
+
 struct gfr_rdma_bundle {
     struct cds_list_head link; /* engine->bundles until it ends (a client's once its
                                 * rails are offered: its paths rejoin) */
@@ -85,8 +92,17 @@ struct gfr_rdma_bundle {
     int throttled; /* the owner's last gfr_rdma_throttle */
     struct gfr_calls calls;
     struct cds_list_head kept[GFR_RDMA_XID_BUCKETS];
+    /* A server's replies, in the order they were submitted, until the
+     * client holds them (rdma-bundle.c), and of them those that went out
+     * well (answered) with their bytes. */
+    struct cds_list_head replies;
+    unsigned nanswered;
+    size_t answered_bytes;
     int ending;
     int reason; /* the end's, for the owner */
+    /* The owner heard of the end: a kept call or reply whose claim (a
+     * submitter's) outlived it is finished by that claim's holder. */
+    int closed;
     /* A client's paths (the lead's first) and the path each rail is on
      * (-1: none). */
     struct gfr_rdma_path paths[GFR_CM_MAX_RAILS];

@@ -321,7 +321,15 @@ struct gfr_rdma_dev {
      * at once. */
     int keep_revoked_mrs;
     int async_closed; /* its async event fd reported an error (CM thread) */
+    /* Removed or fatal (CM thread): its QPs raise no more events, and what
+     * their CQs held is out of reach. */
+    int gone;
     int serialize_posts; /* provider quirk: one post at a time (rdma-device.c) */
+    int no_last_wqe_event; /* provider quirk: raises no QP_LAST_WQE_REACHED (rdma-device.c) */
+    /* A QP on its SRQ waited the long wait for QP_LAST_WQE_REACHED in vain,
+     * and no event came since: the others wait briefly
+     * (gfr_rdma_conn_quiesce); an event that comes clears it.  CM thread. */
+    int last_wqe_missed;
     pthread_mutex_t post_lock;
     struct ibv_qp *posting_qp;  /* the serialized post under way (uatomic) */
     uint64_t posting_since_ns;  /* when it began, 0: none (uatomic) */
@@ -443,6 +451,11 @@ struct gfr_rdma_conn {
     uint64_t disconnect_deadline_ns; /* set (atomically) when it fails:
                                       * the CM's part ends by then */
     uint64_t keepalive_next_ns;   /* CM thread; 0 until established */
+    /* CM thread, under engine->lock: the timers (rdma-engine.c,
+     * run_timers) fired on it in its pass timers_pass, one bit each, so
+     * that a timer still due after it fired waits for the next pass. */
+    uint64_t timers_pass;
+    unsigned timers_fired;
 
     unsigned long outstanding;
     int cm_done;      /* no CM event will come any more */
@@ -527,12 +540,17 @@ struct gfr_rdma_conn {
      * that completed well (its poller's alone: CMM_STORE_SHARED; the CM
      * thread reads it); and, the CM thread's alone, the count it last saw,
      * when it last saw the count move, when it last knew the rail well
-     * (moving, idle, or first seen), and whether it ended the rail for a
-     * stall. */
+     * (moving, idle, or first seen), whether a pass of its poller over the
+     * CQ was asked for since it stalled (when, and from which count: a
+     * stall is judged once the poller has looked, or has had time to), and
+     * whether it ended the rail for a stall. */
     uint64_t sends_done;
     uint64_t stall_seen;
     uint64_t moved_ns;
     uint64_t calm_ns;
+    int stall_passing;
+    uint64_t stall_pass_ns;
+    unsigned long stall_pass_from;
     int stall_ended;
     uint32_t bundle_id;
     struct gfr_cm_rails cm_rails;
@@ -619,6 +637,7 @@ struct gfr_rdma {
      * linked by reap_link. */
     struct cds_list_head quiescing;
     struct cds_list_head dead; /* finalized, not yet released */
+    uint64_t timers_pass; /* CM thread: run_timers' passes */
     /* transport.rdma.latency-stats (rdma-trace.c): the stage histograms
      * (atomic adds from any thread) and the calls they could not time. */
     int trace;

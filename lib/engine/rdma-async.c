@@ -127,7 +127,8 @@ has_qp(const struct gfr_rdma_conn *conn, const void *arg)
 
 /* A QP on the SRQ in the error state takes no more receive buffers, and
  * the completions of those it took are in the CQ: its connection may go
- * on to the CQ pass before its QP is destroyed (gfr_rdma_conn_quiesce).
+ * on to the CQ pass before its QP is destroyed (gfr_rdma_conn_quiesce),
+ * and its device is known to raise the event.
  * Takes engine->lock; the QP is alive, as only this thread destroys QPs. */
 static void
 last_wqe_reached(struct gfr_rdma *engine, const struct ibv_qp *qp)
@@ -136,8 +137,11 @@ last_wqe_reached(struct gfr_rdma *engine, const struct ibv_qp *qp)
 
     pthread_mutex_lock(&engine->lock);
     cds_list_for_each_entry(conn, &engine->conns, link)
-        if (conn->qp == qp)
+        if (conn->qp == qp) {
             uatomic_set(&conn->last_wqe_reached, 1);
+            if (conn->dev)
+                conn->dev->last_wqe_missed = 0; /* it raises them */
+        }
     pthread_mutex_unlock(&engine->lock);
 }
 

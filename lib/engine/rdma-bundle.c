@@ -15,8 +15,12 @@
  * run; when a rail ends, it fences the rail on every live one and sends
  * the rail's unanswered calls again there.  A server judges every awaited
  * request by its table of calls (gfr_calls.h), drops duplicates and late
- * copies, and sends a reply whose rail failed again on a live one.  The
- * owner hears of the end once, when no rail is left.
+ * copies, sends a reply whose rail failed again on a live one, and keeps
+ * every reply until the client's mark says it holds it: a SEND that
+ * completed well at the server may still be lost at the client (its
+ * device removed before its CQ was polled; on iWARP a completion only
+ * says TCP took the data), and a resend of its call is answered with
+ * another copy.  The owner hears of the end once, when no rail is left.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -45,8 +49,9 @@ static const struct gfr_rdma_conn_ops bundle_ops = {
 /*
  * A message the bundle keeps until it is done with it: a client's awaited
  * call (until its reply has been delivered and its last copy's done has
- * run), or any other message (until a copy of it went out well, or no
- * rail is left), a server's replies among them.  msg is the owner's, with
+ * run), a server's reply (until the client's mark passes its xid, the
+ * bounds release it, or no rail is left), or any other message (until a
+ * copy of it went out well, or no rail is left).  msg is the owner's, with
  * its iovec arrays copied into iov; the buffers they name stay the
  * owner's until its done runs.  A message without a done callback (its
  * buffers are the caller's only until gfr_rdma_submit returns) has its
@@ -54,8 +59,12 @@ static const struct gfr_rdma_conn_ops bundle_ops = {
  * its lock; done runs without it.
  */
 struct kept {
-    struct cds_list_head link; /* a client's calls: b->kept[xid % buckets] */
-    struct cds_list_head resend_link; /* the CM thread's, while it sends it again */
+    /* a client's calls: b->kept[xid % buckets]; a server's replies:
+     * b->replies */
+    struct cds_list_head link;
+    /* a client's call: the CM thread's, while it sends it again; a
+     * server's reply: the releasing thread's, once it is unlisted */
+    struct cds_list_head resend_link;
     struct gfr_rdma_bundle *b;
     struct gfr_rdma_msg msg;
     gfr_rdma_done_fn done; /* the owner's */
@@ -66,6 +75,13 @@ struct kept {
     int replied;      /* a call's reply came (delivering: being handed on) */
     int delivering;
     int failed;       /* a call the peer refused (-EREMOTEIO) */
+    /* A server's reply: a copy went out well (counted in b->nanswered,
+     * its bytes in b->answered_bytes); a resend of its call came while a
+     * copy was out, and wants another on again_rail once it is done. */
+    int answered;
+    size_t bytes;
+    int again;
+    unsigned again_rail;
     void *copy;
     struct iovec iov[];
 };
@@ -337,6 +353,183 @@ kept_finish(struct kept *k, int status)
     free(k);
 }
 
+/* The status a client's finished call k reports to its owner. */
+static int
+call_status(const struct kept *k)
+{
+    return k->replied ? 0 : k->failed ? k->failed : -ENOTCONN;
+}
+
+/* Is the client's call k done with?  No copy out (nor a claim) and no
+ * reply being delivered, and its reply delivered, its peer refused it, or
+ * the bundle closed.  Unlists it then.  Caller holds the lock. */
+static int
+call_settled_locked(struct gfr_rdma_bundle *b, struct kept *k)
+{
+    if (k->out || k->delivering || !(k->replied || k->failed || b->closed))
+        return 0;
+    cds_list_del_init(&k->link);
+    if (!k->replied && b->inflight[k->rail])
+        b->inflight[k->rail]--;
+    return 1;
+}
+
+/* A server's kept reply by xid, or NULL.  Caller holds the lock. */
+static struct kept *
+reply_find_locked(struct gfr_rdma_bundle *b, uint32_t xid)
+{
+    struct kept *k;
+
+    cds_list_for_each_entry(k, &b->replies, link)
+        if (k->msg.xid == xid)
+            return k;
+    return NULL;
+}
+
+/* Takes a server's reply off b->replies, onto released when that is not
+ * NULL.  Caller holds the lock. */
+static void
+reply_unlist_locked(struct gfr_rdma_bundle *b, struct kept *k, struct cds_list_head *released)
+{
+    cds_list_del_init(&k->link);
+    if (k->answered) {
+        b->nanswered--;
+        b->answered_bytes -= k->bytes;
+    }
+    if (released)
+        cds_list_add_tail(&k->resend_link, released);
+}
+
+/* Does the client hold the reply to xid?  Its mark has passed it.  Caller
+ * holds the lock. */
+static int
+client_holds_locked(const struct gfr_rdma_bundle *b, uint32_t xid)
+{
+    return b->calls.marked && gfr_xid_before(xid, b->calls.mark);
+}
+
+/*
+ * Moves onto released the server's answered replies with no copy out that
+ * the client holds (all of them when sweep, else k's alone: only a mark
+ * that moved releases others), then, while the kept answers exceed the
+ * bounds, the oldest; and k with no copy out once the bundle closed.
+ * Caller holds the lock.
+ */
+static void
+replies_release_locked(struct gfr_rdma_bundle *b, struct kept *k, int sweep,
+                       struct cds_list_head *released)
+{
+    struct kept *pos, *tmp;
+
+    if (k && !k->out && (b->closed || (k->answered && client_holds_locked(b, k->msg.xid))))
+        reply_unlist_locked(b, k, released);
+    if (sweep)
+        cds_list_for_each_entry_safe(pos, tmp, &b->replies, link)
+            if (pos->answered && !pos->out && client_holds_locked(b, pos->msg.xid))
+                reply_unlist_locked(b, pos, released);
+    cds_list_for_each_entry_safe(pos, tmp, &b->replies, link) {
+        if (b->nanswered <= GFR_BUNDLE_KEPT_REPLIES &&
+            b->answered_bytes <= GFR_BUNDLE_KEPT_REPLY_BYTES)
+            break;
+        if (pos->answered && !pos->out)
+            reply_unlist_locked(b, pos, released);
+    }
+}
+
+/* The owner's done for each released reply: 0 for one that went out
+ * well, else -ENOTCONN (the bundle closed without a rail to take it).  No
+ * lock held. */
+static void
+replies_finish(struct cds_list_head *released)
+{
+    struct kept *k, *tmp;
+
+    cds_list_for_each_entry_safe(k, tmp, released, resend_link) {
+        cds_list_del(&k->resend_link);
+        kept_finish(k, k->answered ? 0 : -ENOTCONN);
+    }
+}
+
+/*
+ * Sends another copy of the server's reply k, which the caller claimed
+ * (a count in k->out, so that no release frees it meanwhile), on prefer's
+ * rail if it lives, else on another live rail than avoid; then drops the
+ * claim.  again: for a resend of its call (counted in the rail's
+ * resends).  When no rail takes it the call cannot be answered
+ * (reply_lost) and k ends, with status unless a copy went out well
+ * before.  Any thread, no lock held.
+ */
+static void
+reply_send_again(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int again,
+                 int status)
+{
+    struct gfr_rdma_bundle *b = k->b;
+    CDS_LIST_HEAD(released);
+    int err = send_copy(k, prefer, avoid, again);
+    int finish = 0;
+
+    if (err)
+        reply_lost(b, k->msg.xid, err);
+    pthread_mutex_lock(&b->lock);
+    k->out--;
+    if (err && !k->out) {
+        finish = 1;
+        reply_unlist_locked(b, k, NULL);
+    } else {
+        replies_release_locked(b, k, 0, &released);
+    }
+    pthread_mutex_unlock(&b->lock);
+    replies_finish(&released);
+    if (finish)
+        kept_finish(k, k->answered ? 0 : status);
+}
+
+/*
+ * The done of one copy of a server's reply k.  A copy that went out well
+ * leaves the reply kept, answered, until the client holds it
+ * (replies_release_locked); a resend of its call that came meanwhile gets
+ * another copy.  A copy that failed is sent again on another live rail,
+ * unless the bundle is ending.  Any thread, no lock held.
+ */
+static void
+reply_done(struct kept *k, int status)
+{
+    struct gfr_rdma_bundle *b = k->b;
+    const struct gfr_rdma_conn *failed = NULL;
+    CDS_LIST_HEAD(released);
+    int prefer = -1, send = 0, finish = 0;
+
+    pthread_mutex_lock(&b->lock);
+    k->out--;
+    if (status == 0) {
+        gfr_calls_answered(&b->calls, k->msg.xid);
+        if (!k->answered) {
+            k->answered = 1;
+            b->nanswered++;
+            b->answered_bytes += k->bytes;
+        }
+    } else {
+        failed = b->rails[k->rail];
+    }
+    if ((k->again || status != 0) && !b->ending) {
+        send = 1;
+        prefer = k->again ? (int)k->again_rail : -1;
+        k->again = 0;
+        k->out++; /* claimed */
+    } else if (status != 0 && !k->out && !k->answered) {
+        finish = 1; /* the bundle is ending: the call goes unanswered with it */
+        reply_unlist_locked(b, k, NULL);
+    } else {
+        replies_release_locked(b, k, 0, &released);
+    }
+    pthread_mutex_unlock(&b->lock);
+    replies_finish(&released);
+    if (send)
+        reply_send_again(k, prefer, failed, status == 0, status);
+    else if (finish)
+        kept_finish(k, status);
+}
+
 /*
  * The done of one copy of k.  A call ends once its reply has been
  * delivered and no copy is out, or when its peer refused it; a call whose
@@ -344,8 +537,8 @@ kept_finish(struct kept *k, int status)
  * hears of the rail's end (after every copy there has ended).  Any other
  * message ends when a copy went out well; one whose copy failed is sent
  * again on another live rail (at least once: the peer may have taken the
- * failed copy), a server's reply among them, its table following.  Any
- * thread, no lock held.
+ * failed copy); a server's reply is reply_done's.  Any thread, no lock
+ * held.
  */
 static void
 kept_done(void *cb_arg, int status)
@@ -355,35 +548,26 @@ kept_done(void *cb_arg, int status)
     const struct gfr_rdma_conn *failed;
     int finish, ending;
 
+    if (b->is_server && k->msg.is_reply) {
+        reply_done(k, status);
+        return;
+    }
     pthread_mutex_lock(&b->lock);
     k->out--;
     if (k->is_call) {
         if (status == -EREMOTEIO && !k->replied)
             k->failed = status;
-        finish = !k->out && ((k->replied && !k->delivering) || k->failed);
-        if (finish) {
-            cds_list_del(&k->link);
-            if (!k->replied && b->inflight[k->rail])
-                b->inflight[k->rail]--;
-        }
+        finish = call_settled_locked(b, k);
         pthread_mutex_unlock(&b->lock);
         if (finish)
-            kept_finish(k, k->replied ? 0 : k->failed);
+            kept_finish(k, call_status(k));
         return;
     }
-    if (status == 0 && b->is_server && k->msg.is_reply)
-        gfr_calls_answered(&b->calls, k->msg.xid);
     failed = b->rails[k->rail];
     ending = b->ending;
     pthread_mutex_unlock(&b->lock);
-    if (status != 0) {
-        int err = ending ? -ENOTCONN : send_copy(k, -1, failed, 0);
-
-        if (err == 0)
-            return;
-        if (b->is_server && k->msg.is_reply)
-            reply_lost(b, k->msg.xid, err);
-    }
+    if (status != 0 && !ending && send_copy(k, -1, failed, 0) == 0)
+        return;
     kept_finish(k, status);
 }
 
@@ -450,6 +634,7 @@ bundle_new(struct gfr_rdma_conn *lead, int is_server)
     CDS_INIT_LIST_HEAD(&b->link);
     for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++)
         CDS_INIT_LIST_HEAD(&b->kept[i]);
+    CDS_INIT_LIST_HEAD(&b->replies);
     return b;
 }
 
@@ -761,25 +946,78 @@ bundle_connected(struct gfr_rdma_conn *rail, void *arg)
 }
 
 /*
+ * A resend of a call whose reply has gone out (REPLYING or ANSWERED): the
+ * client lost that copy with its rail.  The kept reply is claimed for
+ * another copy (returned; the caller sends it), or, while a copy is out,
+ * marked to get one once that copy is done (NULL).  *unkept: the bounds
+ * released it (a call the bundle can no longer answer).  Caller holds the
+ * lock.
+ */
+static struct kept *
+reply_for_resend_locked(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rail, uint32_t xid,
+                        int *unkept)
+{
+    enum gfr_call_state state = gfr_calls_state(&b->calls, xid, NULL);
+    struct kept *k;
+
+    /* a resend that the mark overtook (its call answered since) is stale */
+    if ((state != GFR_CALL_REPLYING && state != GFR_CALL_ANSWERED) ||
+        client_holds_locked(b, xid))
+        return NULL;
+    k = reply_find_locked(b, xid);
+    if (!k) {
+        *unkept = 1;
+        return NULL;
+    }
+    if (k->out) {
+        k->again = 1;
+        k->again_rail = rail->rail;
+        return NULL;
+    }
+    k->out++;
+    return k;
+}
+
+/*
  * A server's verdict on an awaited request (gfr_calls.h): 1 to deliver
  * it, 0 when it was dropped (a duplicate, a stale or late copy: one whose
  * write list is still kept is answered with ERROR EALREADY, which ends
- * it), or a negative errno that ends the bundle.  Any thread that
- * delivers.
+ * it; a resend of a call already replied to gets its kept reply again),
+ * or a negative errno that ends the bundle.  A mark that moved on
+ * releases the replies the client now holds.  Any thread that delivers.
  */
 static int
 judge(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rail, const struct gfr_rdma_rx *rx)
 {
     enum gfr_call_verdict verdict = GFR_CALL_NEW;
+    CDS_LIST_HEAD(released);
+    struct kept *reply = NULL;
+    uint32_t mark;
     int err = 0;
-    int late;
+    int unkept = 0;
+    int late, marked;
 
     pthread_mutex_lock(&b->lock);
     late = rail->fenced;
+    marked = b->calls.marked;
+    mark = b->calls.mark;
     if (!late)
         err = gfr_calls_arrived(&b->calls, rx->xid, (uint32_t)rx->written, rx->resend,
                                 rail->rail, &verdict);
+    if (!err && !late && verdict == GFR_CALL_DUPLICATE && rx->resend)
+        reply = reply_for_resend_locked(b, rail, rx->xid, &unkept);
+    if (b->calls.marked != marked || b->calls.mark != mark)
+        replies_release_locked(b, NULL, 1, &released);
     pthread_mutex_unlock(&b->lock);
+    replies_finish(&released);
+    if (unkept) {
+        gfr_rdma_conn_log(rail, "a resend of request %u, whose reply went out and is no "
+                          "longer kept (more than %u replies or %u MiB of them kept for "
+                          "calls after the client's oldest): ending the connection rather "
+                          "than run it twice", rx->xid, GFR_BUNDLE_KEPT_REPLIES,
+                          GFR_BUNDLE_KEPT_REPLY_BYTES >> 20);
+        return -EPROTO;
+    }
     if (err) {
         gfr_rdma_conn_log(rail, "cannot keep request %u in the bundle's table of calls: %s; "
                           "ending the connection", rx->xid,
@@ -799,6 +1037,8 @@ judge(struct gfr_rdma_bundle *b, struct gfr_rdma_conn *rail, const struct gfr_rd
     uatomic_inc(&rail->rail_duplicates);
     if (rx->offered_write)
         gfr_rdma_conn_refuse_copy(rail, rx->xid);
+    if (reply) /* after the refusal, on the rail the resend came on */
+        reply_send_again(reply, (int)rail->rail, NULL, 1, 0);
     return 0;
 }
 
@@ -842,9 +1082,7 @@ bundle_received(struct gfr_rdma_conn *rail, const struct gfr_rdma_rx *rx, void *
 
         pthread_mutex_lock(&b->lock);
         k->delivering = 0;
-        finish = !k->out;
-        if (finish)
-            cds_list_del(&k->link);
+        finish = call_settled_locked(b, k);
         pthread_mutex_unlock(&b->lock);
         if (finish)
             kept_finish(k, 0);
@@ -947,12 +1185,26 @@ bundle_disconnected(struct gfr_rdma_conn *rail, int reason, void *arg)
         pthread_mutex_lock(&b->engine->lock);
         cds_list_del_init(&b->link); /* no rail joins any more */
         pthread_mutex_unlock(&b->engine->lock);
-        for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++) {
-            cds_list_for_each_entry_safe(k, tmp, &b->kept[i], link) {
-                cds_list_del(&k->link);
-                kept_finish(k, -ENOTCONN);
-            }
+        CDS_LIST_HEAD(calls);
+        CDS_LIST_HEAD(replies);
+
+        /* Every copy sent is done (each rail's end waited for its own);
+         * what a submitter still holds, it finishes once it is through. */
+        pthread_mutex_lock(&b->lock);
+        b->closed = 1;
+        for (unsigned i = 0; i < GFR_RDMA_XID_BUCKETS; i++)
+            cds_list_for_each_entry_safe(k, tmp, &b->kept[i], link)
+                if (call_settled_locked(b, k))
+                    cds_list_add_tail(&k->resend_link, &calls);
+        cds_list_for_each_entry_safe(k, tmp, &b->replies, link)
+            if (!k->out)
+                reply_unlist_locked(b, k, &replies);
+        pthread_mutex_unlock(&b->lock);
+        cds_list_for_each_entry_safe(k, tmp, &calls, resend_link) {
+            cds_list_del(&k->resend_link);
+            kept_finish(k, call_status(k));
         }
+        replies_finish(&replies);
         b->owner_ops = NULL; /* once */
         ops->disconnected(b->lead, b->reason, b->owner_arg);
     }
@@ -964,25 +1216,34 @@ static int
 submit_call(struct gfr_rdma_bundle *b, const struct gfr_rdma_msg *msg)
 {
     struct kept *k = kept_new(b, msg, 1);
+    int finish = 0;
     int err;
 
     if (!k)
         return -ENOMEM;
     pthread_mutex_lock(&b->lock);
     err = b->ending ? -ENOTCONN : call_find_locked(b, msg->xid) ? -EEXIST : 0;
-    if (!err)
+    if (!err) {
         cds_list_add_tail(&k->link, &b->kept[msg->xid % GFR_RDMA_XID_BUCKETS]);
+        k->out++; /* claimed until sent: the bundle's end leaves it to us */
+    }
     pthread_mutex_unlock(&b->lock);
-    if (!err)
+    if (!err) {
         err = send_copy(k, -1, NULL, 0);
+        pthread_mutex_lock(&b->lock);
+        k->out--;
+        if (err)
+            cds_list_del_init(&k->link);
+        else
+            finish = call_settled_locked(b, k);
+        pthread_mutex_unlock(&b->lock);
+    }
     if (err) {
         /* not sent: the owner's done never runs (gfr_rdma_submit) */
-        pthread_mutex_lock(&b->lock);
-        if (!cds_list_empty(&k->link))
-            cds_list_del(&k->link);
-        pthread_mutex_unlock(&b->lock);
         free(k->copy);
         free(k);
+    } else if (finish) {
+        kept_finish(k, call_status(k));
     }
     return err;
 }
@@ -1009,10 +1270,32 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
     k = kept_new(b, msg, 0);
     if (!k)
         return -ENOMEM;
+    if (b->is_server && msg->is_reply) {
+        /* listed first: a resend of its call finds it while its first copy
+         * is out */
+        k->bytes = gfr_rdma_iov_total(k->msg.head, k->msg.head_cnt) +
+                   gfr_rdma_iov_total(k->msg.bulk, k->msg.bulk_cnt);
+        pthread_mutex_lock(&b->lock);
+        k->out++; /* claimed until it is sent */
+        cds_list_add_tail(&k->link, &b->replies);
+        pthread_mutex_unlock(&b->lock);
+    }
     err = send_copy(k, prefer, NULL, 0);
-    if (err) {
-        if (b->is_server && msg->is_reply)
+    if (b->is_server && msg->is_reply) {
+        CDS_LIST_HEAD(released);
+
+        pthread_mutex_lock(&b->lock);
+        k->out--;
+        if (err)
+            reply_unlist_locked(b, k, NULL);
+        else
+            replies_release_locked(b, k, 0, &released);
+        pthread_mutex_unlock(&b->lock);
+        replies_finish(&released);
+        if (err)
             reply_lost(b, msg->xid, err);
+    }
+    if (err) {
         free(k->copy);
         free(k);
     }

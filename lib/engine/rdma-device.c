@@ -99,6 +99,11 @@ dev_free(struct gfr_rdma_dev *dev)
  * nothing runs again.  So posts to an rxe device go one at a time: at most
  * one of our threads can be in that loop, and the other CPUs stay free.
  *
+ * rxe (Linux 6.1) raises no IBV_EVENT_QP_LAST_WQE_REACHED for a QP on the
+ * SRQ that went to the error state, which every other provider raises (the
+ * IB spec asks it): a reaped connection there waits for it only briefly
+ * (gfr_rdma_conn_quiesce), and rxe keeps a destroyed QP's completions.
+ *
  * siw refuses the object whose queue would be mapped at the one mmap
  * offset its user library takes for "none" (rdma-mmap-guard.c): a guard
  * CQ spans it, made before anything else of the device's is mapped.
@@ -109,11 +114,12 @@ struct gfr_provider_quirks {
     int keep_revoked_mrs; /* for 2 x the QP's ACK timeout */
     int serialize_posts;  /* one ibv_post_send at a time per device */
     int guard_mmap_key;   /* a CQ over siw's reserved mmap offset */
+    int no_last_wqe_event; /* IBV_EVENT_QP_LAST_WQE_REACHED never comes */
 };
 
 static const struct gfr_provider_quirks provider_quirks[] = {
-    {0xffffff, "software RoCE (rxe)", 1, 1, 0},
-    {GFR_SIW_VENDOR_ID, "software iWARP (siw)", 0, 0, 1},
+    {0xffffff, "software RoCE (rxe)", 1, 1, 0, 1},
+    {GFR_SIW_VENDOR_ID, "software iWARP (siw)", 0, 0, 1, 0},
 };
 
 /* Sets dev's quirks by its provider's vendor id.  On siw this also makes
@@ -130,6 +136,7 @@ apply_quirks(struct gfr_rdma_dev *dev, const struct ibv_device_attr *attr)
         if (q->keep_revoked_mrs)
             dev->keep_revoked_mrs = 1;
         dev->serialize_posts = q->serialize_posts;
+        dev->no_last_wqe_event = q->no_last_wqe_event;
         if (q->guard_mmap_key)
             dev->mmap_guard = gfr_mmap_guard_create(dev->verbs);
     }
@@ -356,6 +363,7 @@ gfr_rdma_dev_removed(struct gfr_rdma *engine, struct ibv_context *verbs)
         if (dev->verbs == verbs) {
             cds_list_del(&dev->link);
             cds_list_add_tail(&dev->link, &engine->removed);
+            dev->gone = 1;
             gfr_rdma_log("%s: the device is being removed; its connections end and "
                          "its resources are freed once they have",
                          ibv_get_device_name(verbs->device));

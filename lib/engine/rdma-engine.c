@@ -538,7 +538,10 @@ handle_cm_event(struct gfr_rdma *engine)
  * kind has a test, run under engine->lock (it may re-arm the timer), and
  * an action, run without it: actions take conn->lock, which is never
  * taken under engine->lock.  The CM thread is the only one that frees
- * connections, so a batch stays valid once engine->lock is dropped.
+ * connections, so a batch stays valid once engine->lock is dropped.  An
+ * action may leave its timer due (a stalled rail waiting for its poller's
+ * pass, or for a probe): it fires again on the next tick, not in this
+ * pass.
  */
 struct conn_timer {
     int (*due)(struct gfr_rdma_conn *conn, uint64_t now);
@@ -590,13 +593,15 @@ disconnect_fire(struct gfr_rdma_conn *conn)
 /* Connect-timeout-ms after a connection failed, once its CM side is done:
  * whatever it posted should have flushed long ago (its QP went to error
  * when it failed); a provider that will never complete some is made to
- * (gfr_rdma_cq_flush_stranded).  Once per connection. */
+ * (gfr_rdma_cq_flush_stranded).  On a device removed or dead at once:
+ * it completes nothing more.  Once per connection. */
 static int
 stranded_due(struct gfr_rdma_conn *conn, uint64_t now)
 {
     uint64_t deadline = uatomic_read(&conn->disconnect_deadline_ns);
+    int gone = conn->dev && (conn->dev->gone || conn->dev->async_closed);
 
-    return deadline && now > deadline && uatomic_read(&conn->cm_done) &&
+    return deadline && (now > deadline || gone) && uatomic_read(&conn->cm_done) &&
            !conn->stranded_flushed && conn->poller;
 }
 
@@ -661,25 +666,53 @@ rail_stall_due(struct gfr_rdma_conn *conn, uint64_t now)
         conn->stall_seen = done;
         conn->moved_ns = now;
     }
-    if (!conn->calm_ns || !outstanding || conn->moved_ns == now)
+    if (!conn->calm_ns || !outstanding || conn->moved_ns == now) {
         conn->calm_ns = now;
+        conn->stall_passing = 0;
+    }
     return now - conn->calm_ns >= timeout_ns;
 }
 
 /* Ends a stalled rail while another rail of its bundle made progress
  * well into the stall (in its second half: a pause of the whole peer,
  * which stalls every rail at once, is not taken for one rail's stall):
- * its calls go on there.  When none did (the others idle, or stalled
- * too), each other rail is probed
+ * its calls go on there.  First its poller makes a pass over its CQ: a
+ * poller kept off the CPU (a loaded host) leaves completions unpolled,
+ * and a rail that only waits for it is not stalled; it is judged at the
+ * next tick after the pass, or after stall_pass_wait_ns without one.  When no other rail made progress (the others
+ * idle, or stalled too), each other rail is probed
  * (gfr_rdma_conn_keepalive, which posts none while one is out): one that
  * answers has made progress by the next tick; if none does, the peer,
  * not the rail, is slow or gone, which the probe and the adapter's
  * retries judge, and the rail is left alone.  CM thread. */
+/* How long a stalled rail waits for its poller's pass: a poller busy with
+ * other rails' completions may not find its CQ empty for a while, and a
+ * stall must still be judged within the issue's bound (the rail timeout
+ * plus 5 s, with the tick). */
+static uint64_t
+stall_pass_wait_ns(const struct gfr_rdma_conn *conn)
+{
+    uint64_t ms = conn->opts.rail_timeout_ms < 1000 ? 1000 : conn->opts.rail_timeout_ms;
+
+    return (ms < 3000 ? ms : 3000) * 1000000ull;
+}
+
 static void
 rail_stall_fire(struct gfr_rdma_conn *conn)
 {
     uint64_t window_ns = conn->opts.rail_timeout_ms * 1000000ull;
-    int other = gfr_rdma_bundle_progressing(conn, conn->calm_ns + window_ns / 2);
+    int other;
+
+    if (!conn->stall_passing) {
+        conn->stall_passing = 1;
+        conn->stall_pass_ns = gfr_now_ns();
+        conn->stall_pass_from = gfr_rdma_poller_pass_begin(conn->poller);
+        return;
+    }
+    if (!gfr_rdma_poller_passed(conn->poller, conn->stall_pass_from) &&
+        gfr_now_ns() - conn->stall_pass_ns < stall_pass_wait_ns(conn))
+        return;
+    other = gfr_rdma_bundle_progressing(conn, conn->calm_ns + window_ns / 2);
 
     if (other < 0) {
         struct gfr_rdma_conn *others[GFR_CM_MAX_RAILS];
@@ -717,6 +750,8 @@ run_timers(struct gfr_rdma *engine)
     struct gfr_rdma_conn *batch[32];
     const unsigned max = sizeof(batch) / sizeof(batch[0]);
 
+    uint64_t pass = ++engine->timers_pass;
+
     for (size_t t = 0; t < sizeof(conn_timers) / sizeof(conn_timers[0]); t++) {
         const struct conn_timer *timer = &conn_timers[t];
         unsigned n;
@@ -728,8 +763,14 @@ run_timers(struct gfr_rdma *engine)
             n = 0;
             pthread_mutex_lock(&engine->lock);
             cds_list_for_each_entry(conn, &engine->conns, link) {
-                if (timer->due(conn, now))
-                    batch[n++] = conn;
+                if (conn->timers_pass != pass) {
+                    conn->timers_pass = pass;
+                    conn->timers_fired = 0;
+                }
+                if ((conn->timers_fired & (1u << t)) || !timer->due(conn, now))
+                    continue;
+                conn->timers_fired |= 1u << t;
+                batch[n++] = conn;
                 if (n == max)
                     break;
             }
@@ -845,6 +886,8 @@ tick_ms(struct gfr_rdma *engine)
             ms = 100;
         if (conn->opts.keepalive_ms && conn->opts.keepalive_ms < (uint32_t)ms)
             ms = (int)conn->opts.keepalive_ms;
+        if (conn->stall_passing && ms > 100) /* judged once its poller has looked */
+            ms = 100;
     }
     cds_list_for_each_entry(bundle, &engine->bundles, link) {
         uint64_t at = uatomic_read(&bundle->rejoin_ns);

@@ -277,10 +277,12 @@ test_last_wqe_reached_marks_its_connection(void **state)
     (void)state;
     make_conn(&a, 0, 1, 1);
     make_conn(&b, 0, 1, 1);
+    b.conn->dev->last_wqe_missed = 1; /* an earlier QP's event was too late */
     queue_event(IBV_EVENT_QP_LAST_WQE_REACHED, &b.qp, 0);
     gfr_rdma_async_handle(&engine, &devs[0], POLLIN);
     assert_int_equal(a.conn->last_wqe_reached, 0);
     assert_int_equal(b.conn->last_wqe_reached, 1);
+    assert_int_equal(b.conn->dev->last_wqe_missed, 0); /* the device raises them */
     assert_false(ended(&a) || ended(&b));
     free_conn(&a);
     free_conn(&b);

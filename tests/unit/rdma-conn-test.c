@@ -229,16 +229,46 @@ test_a_qp_on_the_srq_waits_for_its_last_receives(void **state)
     poller.empty_polls++;
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 5000), 1);
 
-    /* No event within 100 ms: the pass is asked for all the same. */
+    /* No event within 10 s: the pass is asked for all the same, and the
+     * device's next QPs wait 100 ms (it may raise none); so do those of a
+     * provider known to raise none (rxe). */
+    for (int k = 0; k < 3; k++) {
+        uint64_t wait_ms = k ? 100 : 10000;
+
+        test_dev.no_last_wqe_event = k == 2;
+        if (k == 2)
+            test_dev.last_wqe_missed = 0;
+        conn->quiesce = GFR_QUIESCE_START;
+        conn->last_wqe_reached = 0;
+        assert_int_equal(gfr_rdma_conn_quiesce(conn, 0), 0);
+        assert_int_equal(gfr_rdma_conn_quiesce(conn, (wait_ms - 1) * 1000000ull), 0);
+        assert_int_equal(conn->quiesce, GFR_QUIESCE_LAST_WQE);
+        assert_int_equal(gfr_rdma_conn_quiesce(conn, wait_ms * 1000000ull), 0);
+        assert_int_equal(conn->quiesce, GFR_QUIESCE_CQ_PASS);
+        assert_int_equal(test_dev.last_wqe_missed, k < 2);
+    }
     conn->quiesce = GFR_QUIESCE_START;
-    conn->last_wqe_reached = 0;
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 0), 0);
-    assert_int_equal(gfr_rdma_conn_quiesce(conn, 99 * 1000000ull), 0);
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 100 * 1000000ull), 0);
     assert_int_equal(conn->quiesce, GFR_QUIESCE_CQ_PASS);
     /* A poller that never polls again: given up after 2 s, and said. */
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 2099 * 1000000ull), 0);
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 2100 * 1000000ull), 1);
+
+    /* A device removed or dead raises no more events: the pass is asked
+     * for at once. */
+    test_dev.no_last_wqe_event = 0;
+    test_dev.last_wqe_missed = 0;
+    for (int k = 0; k < 2; k++) {
+        test_dev.gone = k == 0;
+        test_dev.async_closed = k == 1;
+        conn->quiesce = GFR_QUIESCE_START;
+        assert_int_equal(gfr_rdma_conn_quiesce(conn, 0), 0);
+        assert_int_equal(conn->quiesce, GFR_QUIESCE_CQ_PASS);
+        assert_int_equal(test_dev.last_wqe_missed, 0);
+    }
+    test_dev.gone = 0;
+    test_dev.async_closed = 0;
 
     /* Without an SRQ, receives are the connection's own: no wait. */
     test_dev.srq = NULL;

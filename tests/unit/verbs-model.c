@@ -726,16 +726,26 @@ fabric_main(void *arg)
 
 /* ---- faults ---- */
 
+/* A device hot-unplugged: what it received and had not yet completed
+ * into a CQ is gone with it, though each sender's SEND completed well (RC
+ * acknowledged it; iWARP completes on handing it to TCP): a peer that
+ * counts on its completion to know a message arrived loses it.  Then its
+ * QPs go to the error state and its owners hear of the removal. */
 static void
 remove_device(struct mhost *h)
 {
     struct mqp *qp;
     struct mid *id;
+    struct mcqe *e;
 
     h->removed = 1;
-    cds_list_for_each_entry(qp, &vm.qps, link)
-        if (qp->host == h)
-            vm_qp_error(qp);
+    cds_list_for_each_entry(qp, &vm.qps, link) {
+        if (qp->host != h)
+            continue;
+        while ((e = vm_fifo_pop(&qp->rq_cqes)) != NULL)
+            free(e);
+        vm_qp_error(qp);
+    }
     async_event(h, IBV_EVENT_DEVICE_FATAL, NULL, NULL, 0);
     cds_list_for_each_entry(id, &vm.ids, link)
         if (id->host == h && id->id.verbs)

@@ -43,7 +43,8 @@ enum model_fault {
     MODEL_FAULT_NONE,
     MODEL_FAULT_QP_ERROR,        /* the chosen work request completes in error */
     MODEL_FAULT_PORT_DOWN,       /* the device's port goes down for good */
-    MODEL_FAULT_DEVICE_REMOVAL,  /* the device is hot-unplugged */
+    MODEL_FAULT_DEVICE_REMOVAL,  /* the device is hot-unplugged, with what it
+                                  * received and had not completed */
     MODEL_FAULT_PEER_DISCONNECT, /* a connection is disconnected by its owner */
     MODEL_NFAULTS,
 };
