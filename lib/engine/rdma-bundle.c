@@ -75,9 +75,11 @@ struct kept {
     int replied;      /* a call's reply came (delivering: being handed on) */
     int delivering;
     int failed;       /* a call the peer refused (-EREMOTEIO) */
-    /* A server's reply: a copy went out well (counted in b->nanswered,
+    /* A server's reply to a call its client tagged (the table knows it:
+     * the client's mark releases it), kept on b->replies; a copy went out well (counted in b->nanswered,
      * its bytes in b->answered_bytes); a resend of its call came while a
      * copy was out, and wants another on again_rail once it is done. */
+    int tracked;
     int answered;
     size_t bytes;
     int again;
@@ -537,8 +539,8 @@ reply_done(struct kept *k, int status)
  * hears of the rail's end (after every copy there has ended).  Any other
  * message ends when a copy went out well; one whose copy failed is sent
  * again on another live rail (at least once: the peer may have taken the
- * failed copy); a server's reply is reply_done's.  Any thread, no lock
- * held.
+ * failed copy), a server's reply to an untagged call among them; a
+ * tracked reply is reply_done's.  Any thread, no lock held.
  */
 static void
 kept_done(void *cb_arg, int status)
@@ -548,7 +550,7 @@ kept_done(void *cb_arg, int status)
     const struct gfr_rdma_conn *failed;
     int finish, ending;
 
-    if (b->is_server && k->msg.is_reply) {
+    if (k->tracked) {
         reply_done(k, status);
         return;
     }
@@ -566,8 +568,14 @@ kept_done(void *cb_arg, int status)
     failed = b->rails[k->rail];
     ending = b->ending;
     pthread_mutex_unlock(&b->lock);
-    if (status != 0 && !ending && send_copy(k, -1, failed, 0) == 0)
-        return;
+    if (status != 0) {
+        int err = ending ? -ENOTCONN : send_copy(k, -1, failed, 0);
+
+        if (err == 0)
+            return;
+        if (b->is_server && k->msg.is_reply)
+            reply_lost(b, k->msg.xid, err);
+    }
     kept_finish(k, status);
 }
 
@@ -1254,6 +1262,7 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
     struct gfr_rdma_bundle *b = conn ? conn->bundle : NULL;
     struct kept *k;
     int prefer = -1;
+    int tracked = 0;
     unsigned rail;
     int err;
 
@@ -1262,15 +1271,22 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
     if (!b->is_server && gfr_rdma_msg_awaits_reply(msg))
         return submit_call(b, msg);
     if (b->is_server && msg->is_reply) {
+        enum gfr_call_state state;
+
         pthread_mutex_lock(&b->lock);
-        if (gfr_calls_state(&b->calls, msg->xid, &rail) == GFR_CALL_RUNNING)
-            prefer = (int)rail;
+        state = gfr_calls_state(&b->calls, msg->xid, &rail);
         pthread_mutex_unlock(&b->lock);
+        if (state == GFR_CALL_RUNNING)
+            prefer = (int)rail;
+        /* untagged (a client without a bundle the server took): no mark
+         * would ever release it, and no resend comes */
+        tracked = state != 0;
     }
     k = kept_new(b, msg, 0);
     if (!k)
         return -ENOMEM;
-    if (b->is_server && msg->is_reply) {
+    k->tracked = tracked;
+    if (tracked) {
         /* listed first: a resend of its call finds it while its first copy
          * is out */
         k->bytes = gfr_rdma_iov_total(k->msg.head, k->msg.head_cnt) +
@@ -1281,7 +1297,7 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
         pthread_mutex_unlock(&b->lock);
     }
     err = send_copy(k, prefer, NULL, 0);
-    if (b->is_server && msg->is_reply) {
+    if (tracked) {
         CDS_LIST_HEAD(released);
 
         pthread_mutex_lock(&b->lock);
@@ -1292,10 +1308,10 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
             replies_release_locked(b, k, 0, &released);
         pthread_mutex_unlock(&b->lock);
         replies_finish(&released);
-        if (err)
-            reply_lost(b, msg->xid, err);
     }
     if (err) {
+        if (b->is_server && msg->is_reply)
+            reply_lost(b, msg->xid, err);
         free(k->copy);
         free(k);
     }
