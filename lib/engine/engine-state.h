@@ -75,8 +75,9 @@ struct gfr_rdma_wr {
     struct gfr_rdma_conn *conn;
     uint32_t slot;
     uint8_t kind;                 /* enum gfr_wr_kind */
-    /* A connection's own receive: posted and not yet completed (written
-     * under conn->lock, or by its CQ's poll_lock holder). */
+    /* A receive: posted and not yet completed.  uatomic: a connection's
+     * own is written under conn->lock or by its CQ's poll_lock holder, and
+     * read by the CM thread's stranded flush under conn->lock alone. */
     uint8_t posted;
     struct gfr_rdma_offer *offer; /* SEND: released when it completes */
     struct gfr_rdma_xfer *xfer;   /* RDMA */

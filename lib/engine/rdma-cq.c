@@ -158,7 +158,7 @@ posted_on(struct gfr_rdma_conn *conn, const struct gfr_rdma_wr *ctx)
     int held;
 
     if (conn->recv_wr && at >= first && at < first + conn->nrecv * sizeof(*conn->recv_wr))
-        return (at - first) % sizeof(*conn->recv_wr) == 0 && ctx->posted;
+        return (at - first) % sizeof(*conn->recv_wr) == 0 && uatomic_read(&ctx->posted);
     pthread_mutex_lock(&conn->lock);
     held = gfr_rdma_sq_holds_locked(conn, ctx);
     pthread_mutex_unlock(&conn->lock);
@@ -220,7 +220,7 @@ gfr_rdma_cq_complete(struct gfr_rdma_poller *poller, struct ibv_wc *wc)
     is_recv = ctx->kind == GFR_WR_RECV; /* ctx may be reused once handed on */
     switch (ctx->kind) {
     case GFR_WR_RECV:
-        ctx->posted = 0;
+        uatomic_set(&ctx->posted, 0);
         if (ok && received_a_send(conn, wc))
             gfr_rdma_rx_handle(conn, conn->recv_buf +
                                   (size_t)ctx->slot * conn->opts.inline_max,
@@ -262,7 +262,7 @@ unfinished_as_flushed(struct gfr_rdma_conn *conn, struct ibv_wc **wcs)
                 (*wcs)[n++].wr_id = (uintptr_t)conn->sq_ring[at];
         }
         for (uint32_t i = 0; conn->recv_wr && i < conn->nrecv; i++)
-            if (conn->recv_wr[i].posted)
+            if (uatomic_read(&conn->recv_wr[i].posted))
                 (*wcs)[n++].wr_id = (uintptr_t)&conn->recv_wr[i];
     }
     pthread_mutex_unlock(&conn->lock);

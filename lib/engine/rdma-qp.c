@@ -110,10 +110,10 @@ gfr_rdma_post_recv(struct gfr_rdma_conn *conn, uint32_t i)
     int err;
 
     gfr_rdma_conn_get(conn);
-    conn->recv_wr[i].posted = 1;
+    uatomic_set(&conn->recv_wr[i].posted, 1);
     err = gfr_rdma_post_errno(ibv_post_recv(conn->qp, &wr, &bad));
     if (err) {
-        conn->recv_wr[i].posted = 0;
+        uatomic_set(&conn->recv_wr[i].posted, 0);
         gfr_rdma_conn_put(conn);
     }
     return -err;
