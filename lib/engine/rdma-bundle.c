@@ -453,6 +453,44 @@ replies_finish(struct cds_list_head *released)
 }
 
 /*
+ * After a copy of the server's reply k or a claim on it ended (k->out
+ * counted down already): a reply lost (its send failed, not answered
+ * before, say the callers) that nothing holds any more is unlisted, and
+ * the caller ends it (returns 1); any other is left to
+ * replies_release_locked, which moves onto released what the client
+ * holds or the bounds shed.  Caller holds the lock.
+ */
+static int
+reply_settle_locked(struct gfr_rdma_bundle *b, struct kept *k, int lost,
+                    struct cds_list_head *released)
+{
+    if (lost && !k->out) {
+        reply_unlist_locked(b, k, NULL);
+        return 1;
+    }
+    replies_release_locked(b, k, 0, released);
+    return 0;
+}
+
+/* Drops the caller's claim on the server's reply k (reply_settle_locked),
+ * then ends the replies that released.  Returns 1 when k is the caller's
+ * to end.  No lock held. */
+static int
+reply_unclaim(struct kept *k, int lost)
+{
+    struct gfr_rdma_bundle *b = k->b;
+    CDS_LIST_HEAD(released);
+    int unlisted;
+
+    pthread_mutex_lock(&b->lock);
+    k->out--;
+    unlisted = reply_settle_locked(b, k, lost, &released);
+    pthread_mutex_unlock(&b->lock);
+    replies_finish(&released);
+    return unlisted;
+}
+
+/*
  * Sends another copy of the server's reply k, which the caller claimed
  * (a count in k->out, so that no release frees it meanwhile), on prefer's
  * rail if it lives, else on another live rail than avoid; then drops the
@@ -465,24 +503,11 @@ static void
 reply_send_again(struct kept *k, int prefer, const struct gfr_rdma_conn *avoid, int again,
                  int status)
 {
-    struct gfr_rdma_bundle *b = k->b;
-    CDS_LIST_HEAD(released);
     int err = send_copy(k, prefer, avoid, again);
-    int finish = 0;
 
     if (err)
-        reply_lost(b, k->msg.xid, err);
-    pthread_mutex_lock(&b->lock);
-    k->out--;
-    if (err && !k->out) {
-        finish = 1;
-        reply_unlist_locked(b, k, NULL);
-    } else {
-        replies_release_locked(b, k, 0, &released);
-    }
-    pthread_mutex_unlock(&b->lock);
-    replies_finish(&released);
-    if (finish)
+        reply_lost(k->b, k->msg.xid, err);
+    if (reply_unclaim(k, err != 0))
         kept_finish(k, k->answered ? 0 : status);
 }
 
@@ -518,11 +543,10 @@ reply_done(struct kept *k, int status)
         prefer = k->again ? (int)k->again_rail : -1;
         k->again = 0;
         k->out++; /* claimed */
-    } else if (status != 0 && !k->out && !k->answered) {
-        finish = 1; /* the bundle is ending: the call goes unanswered with it */
-        reply_unlist_locked(b, k, NULL);
     } else {
-        replies_release_locked(b, k, 0, &released);
+        /* a failed copy here: the bundle is ending, and a call not
+         * answered before goes unanswered with it */
+        finish = reply_settle_locked(b, k, status != 0 && !k->answered, &released);
     }
     pthread_mutex_unlock(&b->lock);
     replies_finish(&released);
@@ -1297,18 +1321,9 @@ gfr_rdma_submit(struct gfr_rdma_conn *conn, const struct gfr_rdma_msg *msg)
         pthread_mutex_unlock(&b->lock);
     }
     err = send_copy(k, prefer, NULL, 0);
-    if (tracked) {
-        CDS_LIST_HEAD(released);
-
-        pthread_mutex_lock(&b->lock);
-        k->out--;
-        if (err)
-            reply_unlist_locked(b, k, NULL);
-        else
-            replies_release_locked(b, k, 0, &released);
-        pthread_mutex_unlock(&b->lock);
-        replies_finish(&released);
-    }
+    /* on a failure no copy went out, so the claim was its last hold */
+    if (tracked)
+        reply_unclaim(k, err != 0);
     if (err) {
         if (b->is_server && msg->is_reply)
             reply_lost(b, msg->xid, err);
