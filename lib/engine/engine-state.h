@@ -161,10 +161,12 @@ struct gfr_rdma_poller {
      * relays started, handlers run on the poller thread and those of them
      * that ran slow. */
     uint64_t st_kicks, st_relays, st_direct, st_slow_handlers;
-    /* Polls that found the CQ empty: written by the poll_lock holder
-     * alone (CMM_STORE_SHARED), read by the CM thread, whose CQ pass
-     * (gfr_rdma_poller_pass_begin) waits for two more. */
-    unsigned long empty_polls;
+    /* Polls that drained the CQ (found fewer completions than they asked
+     * for, none included): written by the poll_lock holder alone
+     * (CMM_STORE_SHARED), read by the CM thread, whose CQ pass
+     * (gfr_rdma_poller_pass_begin) waits for two more.  A poller busy
+     * with a CQ that is never found empty still drains it. */
+    unsigned long drained_polls;
     /* Its CQ is broken (a negative ibv_poll_cq, IBV_EVENT_CQ_ERR): set
      * once (uatomic) by whoever saw it; the poller then stops polling and
      * lets go of poll_lock, and the CM thread ends the connections on it
@@ -500,8 +502,8 @@ struct gfr_rdma_conn {
     char last_error[GFR_RDMA_ERROR_STR];
     /* Before a QP on the device's SRQ is destroyed (gfr_rdma_conn_quiesce):
      * IBV_EVENT_QP_LAST_WQE_REACHED seen (uatomic, set by the CM thread),
-     * the stage, since when, and the poller's empty polls when its CQ pass
-     * began.  CM thread. */
+     * the stage, since when, and the poller's drained polls when its CQ
+     * pass began.  CM thread. */
     int last_wqe_reached;
     enum gfr_quiesce {
         GFR_QUIESCE_START,

@@ -685,8 +685,8 @@ rail_stall_due(struct gfr_rdma_conn *conn, uint64_t now)
  * answers has made progress by the next tick; if none does, the peer,
  * not the rail, is slow or gone, which the probe and the adapter's
  * retries judge, and the rail is left alone.  CM thread. */
-/* How long a stalled rail waits for its poller's pass: a poller busy with
- * other rails' completions may not find its CQ empty for a while, and a
+/* How long a stalled rail waits for its poller's pass: a poller kept off
+ * the CPU, or held by a long handler, may make none for a while, and a
  * stall must still be judged within the issue's bound (the rail timeout
  * plus 5 s, with the tick). */
 static uint64_t

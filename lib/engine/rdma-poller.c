@@ -287,8 +287,9 @@ poll_once(struct gfr_rdma_reap_set *s, struct gfr_rdma_poller *p)
         injected = gfr_rdma_poller_run_injected(p);
     n = ibv_poll_cq(p->cq, GFR_POLL_BATCH, wcs);
     POLLER_ADD(p, st_polls, 1);
-    if (n == 0)
-        POLLER_ADD(p, empty_polls, 1);
+    /* fewer than asked for: what was in the CQ has been taken */
+    if (n >= 0 && n < GFR_POLL_BATCH)
+        POLLER_ADD(p, drained_polls, 1);
     if (n < 0) {
         char why[48];
 
@@ -829,15 +830,16 @@ gfr_rdma_poller_inject(struct gfr_rdma_poller *p, const struct ibv_wc *wcs, unsi
 /*
  * A pass over p's CQ: every completion in the CQ now is handed on before
  * gfr_rdma_poller_passed(p, the returned value) is true.  A poll that
- * finds the CQ empty counts (empty_polls); the second one after this began
- * after it, so what was in the CQ now has been taken.  The poller is
+ * drains the CQ (returns fewer completions than it asked for) counts
+ * (drained_polls); the second one after this began after it, so what was
+ * in the CQ now has been taken, even on a CQ that is never found empty.  The poller is
  * kicked, so that one asleep polls at once.  Any thread (the CM thread,
  * before destroying a QP whose completions must not be lost).
  */
 unsigned long
 gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p)
 {
-    unsigned long from = CMM_LOAD_SHARED(p->empty_polls);
+    unsigned long from = CMM_LOAD_SHARED(p->drained_polls);
 
     cmm_smp_mb();
     kick(p);
@@ -849,7 +851,7 @@ gfr_rdma_poller_passed(struct gfr_rdma_poller *p, unsigned long from)
 {
     /* A broken CQ gives nothing more: its connections' work requests were
      * completed as flushed (rdma-cq.c). */
-    return CMM_LOAD_SHARED(p->empty_polls) - from >= 2 || uatomic_read(&p->abandoned);
+    return CMM_LOAD_SHARED(p->drained_polls) - from >= 2 || uatomic_read(&p->abandoned);
 }
 
 

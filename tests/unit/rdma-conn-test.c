@@ -203,7 +203,7 @@ test_the_keepalive_probe_only_where_it_proves_the_peer_alive(void **state)
  * all come back through the CQ (mlx5 drops a destroyed QP's unpolled
  * completions, and their buffers with them): the QP reports its last
  * work request (or 100 ms pass: rxe never does), then the poller makes a
- * pass over the CQ (two empty polls after it was asked).
+ * pass over the CQ (two polls that drained it after it was asked).
  */
 static void
 test_a_qp_on_the_srq_waits_for_its_last_receives(void **state)
@@ -216,7 +216,7 @@ test_a_qp_on_the_srq_waits_for_its_last_receives(void **state)
     test_dev.srq = &srq;
     conn->qp = &fake_qp;
     poller.kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    poller.empty_polls = 7;
+    poller.drained_polls = 7;
 
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 1000), 0);
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 2000), 0);
@@ -224,9 +224,9 @@ test_a_qp_on_the_srq_waits_for_its_last_receives(void **state)
     uatomic_set(&conn->last_wqe_reached, 1);
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 3000), 0);
     assert_int_equal(read(poller.kick_fd, &count, sizeof(count)), sizeof(count)); /* kicked */
-    poller.empty_polls++; /* a poll that may have begun before the ask */
+    poller.drained_polls++; /* a poll that may have begun before the ask */
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 4000), 0);
-    poller.empty_polls++;
+    poller.drained_polls++;
     assert_int_equal(gfr_rdma_conn_quiesce(conn, 5000), 1);
 
     /* No event within 10 s: the pass is asked for all the same, and the

@@ -68,6 +68,9 @@ static int last_comp_vector = -1;
 static unsigned start_index; /* the index start() gives its poller */
 
 static int poll_fails; /* the next poll returns -1 (a broken CQ) */
+/* Every poll finds a completion (wr_id 50) when none is queued: a CQ never
+ * found empty, as a poller busy with other rails' traffic sees it. */
+static int never_empty;
 
 static struct fake *
 fake_of(struct ibv_context *ctx)
@@ -93,6 +96,8 @@ fake_poll_cq(struct ibv_cq *cq, int num, struct ibv_wc *wc)
     }
     memmove(f->queued, f->queued + n, (f->nqueued - (unsigned)n) * sizeof(f->queued[0]));
     f->nqueued -= (unsigned)n;
+    if (!n && never_empty && num > 0)
+        wc[n++] = (struct ibv_wc){.wr_id = 50, .status = IBV_WC_SUCCESS};
     pthread_mutex_unlock(&cq_lock);
     return n;
 }
@@ -596,6 +601,31 @@ test_a_cq_pass_hands_on_what_was_in_the_cq(void **state)
     stop();
 }
 
+/* A pass over a CQ that is never found empty (the poller busy with other
+ * rails' completions, the stalled rail's judge waiting on it): the polls
+ * that drain it, returning fewer completions than they asked for, make the
+ * pass. */
+static void
+test_a_cq_pass_ends_on_a_cq_never_found_empty(void **state)
+{
+    unsigned long from;
+
+    (void)state;
+    start(GFR_POLL_EVENT);
+    WAIT_UNTIL(uatomic_read(&poller.asleep));
+    pthread_mutex_lock(&cq_lock);
+    never_empty = 1;
+    pthread_mutex_unlock(&cq_lock);
+    complete_on(0, 1, 1);
+    from = gfr_rdma_poller_pass_begin(&poller);
+    WAIT_UNTIL(gfr_rdma_poller_passed(&poller, from));
+    wait_for_event_named("w1");
+    pthread_mutex_lock(&cq_lock);
+    never_empty = 0;
+    pthread_mutex_unlock(&cq_lock);
+    stop();
+}
+
 /* Completions injected for work requests the provider will never complete
  * are handed on by the poller, as the CQ's own, in order: a poller asleep
  * with no event is kicked awake for them. */
@@ -790,6 +820,7 @@ main(void)
         cmocka_unit_test(test_a_spinning_poller_sleeps_until_the_reply_is_due),
         cmocka_unit_test(test_cqs_spread_over_completion_vectors),
         cmocka_unit_test(test_a_cq_pass_hands_on_what_was_in_the_cq),
+        cmocka_unit_test(test_a_cq_pass_ends_on_a_cq_never_found_empty),
         cmocka_unit_test(test_injected_completions_are_handed_on_by_the_poller),
         cmocka_unit_test(test_a_broken_cq_is_reported_and_polled_no_more),
         cmocka_unit_test(test_without_rails_each_device_has_its_own_thread),
