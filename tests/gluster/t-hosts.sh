@@ -56,8 +56,11 @@ expect "compare-gluster --hosts" "$run/gluster" "^verdict idle_cpu_pct (PASS|FAI
 	fail "compare-gluster --hosts left bricks on the peer: $(ls "$peer_bricks")"
 
 # GFR_PASS=0: the rounds only (as compare-gluster --hosts runs), which use
-# the same peer commands as the single pass; a fabric check follows them
-env "${hosts[@]}" GFR_PASS=0 "$top/perf/compare-perftest" --hosts "$GFR_BUILDDIR" >"$run/perftest" 2>&1 ||
+# the same peer commands as the single pass, and of them the pairs checked
+# below: a latency and a bandwidth against perftest, gfr-perf against
+# itself; a fabric check follows them
+env "${hosts[@]}" GFR_PASS=0 GFR_ROUNDS_PAIRS=rtt64_vs_perftest,bw1m_vs_perftest,rtt64_adaptive_pool_vs_inline \
+	"$top/perf/compare-perftest" --hosts "$GFR_BUILDDIR" >"$run/perftest" 2>&1 ||
 	{ cat "$run/perftest"; fail "compare-perftest --hosts failed"; }
 echo "t-hosts: compare-perftest --hosts done at $SECONDS s, $(grep -c 'did not calibrate' "$run/perftest") perftest run(s) made again"
 expect "compare-perftest --hosts" "$run/perftest" \
@@ -65,4 +68,6 @@ expect "compare-perftest --hosts" "$run/perftest" \
 expect "compare-perftest --hosts" "$run/perftest" "^fabric_check: rxe1 sent [0-9]+ packets" \
 	"did not count rxe1's packets"
 paired "compare-perftest --hosts" "$run/perftest" rtt64_vs_perftest bw1m_vs_perftest rtt64_adaptive_pool_vs_inline
+! grep -Eq "^verdict (rtt4k_vs_perftest|bw64k_vs_perftest|rtt64_adaptive_vs_write_lat) " "$run/perftest" ||
+	{ cat "$run/perftest"; fail "compare-perftest --hosts measured a pair GFR_ROUNDS_PAIRS left out"; }
 echo "t-hosts: compare-gluster --hosts and compare-perftest --hosts ran through a peer command, 2 rounds each"
