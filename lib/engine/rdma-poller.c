@@ -832,9 +832,10 @@ gfr_rdma_poller_inject(struct gfr_rdma_poller *p, const struct ibv_wc *wcs, unsi
  * gfr_rdma_poller_passed(p, the returned value) is true.  A poll that
  * drains the CQ (returns fewer completions than it asked for) counts
  * (drained_polls); the second one after this began after it, so what was
- * in the CQ now has been taken, even on a CQ that is never found empty.  The poller is
- * kicked, so that one asleep polls at once.  Any thread (the CM thread,
- * before destroying a QP whose completions must not be lost).
+ * in the CQ now has been taken, even on a CQ that is never found empty.
+ * The poller is kicked, so that one asleep polls at once.  Any thread
+ * (the CM thread, before destroying a QP whose completions must not be
+ * lost).
  */
 unsigned long
 gfr_rdma_poller_pass_begin(struct gfr_rdma_poller *p)
